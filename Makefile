@@ -1,0 +1,52 @@
+# rerace: every target does its own set-up (Debian packages) on a fresh machine.
+#   make demo   build, then show rerace finding a race and replaying it
+#   make test   build and run every test: the default build (-O2), the no-CUDA build (-O0),
+#               and the determinism check across the two
+#   make test-sanitize   the test suites under AddressSanitizer + UndefinedBehaviorSanitizer
+#   make bench  build and run the benchmarks
+JOBS    ?= $(shell nproc)
+WERROR  ?= OFF
+CUDA    ?= $(shell command -v nvcc >/dev/null 2>&1 && echo ON || echo OFF)
+CMAKE_FLAGS ?=
+
+.PHONY: all deps build build-nocuda build-asan test test-nocuda test-sanitize demo bench clean
+
+all: build
+
+deps:
+	@tools/scripts/install-deps.sh
+
+build: deps
+	cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRERACE_WERROR=$(WERROR) \
+	  -DRERACE_CUDA=$(CUDA) $(CMAKE_FLAGS)
+	cmake --build build -j $(JOBS)
+
+# The replay side without any CUDA, at -O0: what a nightly CI runner without CUDA builds.
+build-nocuda: deps
+	cmake -S . -B build-nocuda -G Ninja -DCMAKE_BUILD_TYPE=Debug -DRERACE_WERROR=$(WERROR) \
+	  -DRERACE_CUDA=OFF -DRERACE_BENCH=OFF $(CMAKE_FLAGS)
+	cmake --build build-nocuda -j $(JOBS)
+
+build-asan: deps
+	cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS=-O1 \
+	  -DRERACE_WERROR=$(WERROR) -DRERACE_CUDA=OFF -DRERACE_BENCH=OFF \
+	  -DRERACE_SANITIZE=address,undefined $(CMAKE_FLAGS)
+	cmake --build build-asan -j $(JOBS)
+
+test: build build-nocuda
+	cd build && ctest --output-on-failure -j $(JOBS) -LE gpu
+	cd build-nocuda && ctest --output-on-failure -j $(JOBS) -LE gpu
+	tools/scripts/check-determinism.sh build/bin/rerace build-nocuda/bin/rerace
+
+test-sanitize: build-asan
+	cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	  ctest --output-on-failure -j $(JOBS) -LE gpu
+
+demo: build
+	@tools/scripts/demo.sh build/bin/rerace
+
+bench: build
+	@tools/scripts/bench.sh build
+
+clean:
+	rm -rf build build-nocuda build-asan

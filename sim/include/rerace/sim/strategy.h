@@ -1,0 +1,124 @@
+// rerace/sim/strategy.h: how the scheduler chooses the next thread.
+//
+// A Strategy is asked once per step (see `Choice` in scheduler.h) and returns one of the
+// runnable threads. Strategies own their random stream; a strategy object serves one run
+// (construct a new one per run, or call Reset between runs).
+//
+//   RoundRobin      rotates through runnable threads every `quantum` steps. Consumes no
+//                   randomness. The baseline that misses most bugs.
+//   RandomWalk      uniform over runnable threads at every step. Seeded.
+//   Pct             probabilistic concurrency testing (Burckhardt et al., ASPLOS 2010):
+//                   random thread priorities, and d-1 priority change points over the first
+//                   k steps. Finds a bug of depth d with probability >= 1/(n k^(d-1)). Seeded.
+//   Timed           the runnable thread earliest in virtual time runs; ties by the seed.
+//   ScheduleReplay  follows a saved Schedule; the scheduler reports divergence when the
+//                   program no longer matches it. Consumes no randomness.
+//
+// All are used from the scheduler's OS thread only.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "rerace/base/result.h"
+#include "rerace/sim/random.h"
+#include "rerace/sim/schedule.h"
+#include "rerace/sim/scheduler.h"
+
+namespace rerace::sim {
+
+class Strategy {
+ public:
+  virtual ~Strategy() = default;
+  // Returns a thread from c.runnable. A strategy that cannot follow the program (a replayed
+  // schedule that ended or names a thread that cannot run) returns kNoThread or that thread,
+  // and the scheduler reports the divergence.
+  virtual ThreadId Pick(const Choice& c) = 0;
+  // Called when the run ends without failure: a replay strategy reports steps left over.
+  virtual std::optional<std::string> AtEnd(uint64_t /*steps*/) { return std::nullopt; }
+  virtual std::string Name() const = 0;
+};
+
+class RoundRobin final : public Strategy {
+ public:
+  explicit RoundRobin(uint64_t quantum = 1) : quantum_(quantum == 0 ? 1 : quantum) {}
+  ThreadId Pick(const Choice& c) override;
+  std::string Name() const override;
+
+ private:
+  uint64_t quantum_;
+  uint64_t used_ = 0;
+};
+
+class RandomWalk final : public Strategy {
+ public:
+  explicit RandomWalk(uint64_t seed) : rng_(seed), seed_(seed) {}
+  ThreadId Pick(const Choice& c) override { return c.runnable[rng_.Below(c.runnable.size())]; }
+  std::string Name() const override;
+
+ private:
+  Prng rng_;
+  uint64_t seed_;
+};
+
+class Pct final : public Strategy {
+ public:
+  // depth: the bug depth d targeted (>= 1); steps: k, the expected number of steps of a run.
+  Pct(uint64_t seed, uint32_t depth, uint64_t steps);
+  ThreadId Pick(const Choice& c) override;
+  std::string Name() const override;
+
+ private:
+  uint64_t PriorityOf(ThreadId t);
+  Prng rng_;
+  uint64_t seed_;
+  uint32_t depth_;
+  uint64_t steps_;
+  struct ChangePoint {
+    uint64_t step;
+    uint64_t priority;  // 1..d-1
+  };
+  std::vector<ChangePoint> change_points_;  // sorted by step
+  size_t next_change_ = 0;
+  std::vector<uint64_t> priority_;       // by thread id; 0 = not yet assigned
+};
+
+class Timed final : public Strategy {
+ public:
+  explicit Timed(uint64_t seed) : rng_(seed), seed_(seed) {}
+  ThreadId Pick(const Choice& c) override;
+  std::string Name() const override;
+
+ private:
+  Prng rng_;
+  uint64_t seed_;
+  std::vector<ThreadId> ties_;
+};
+
+class ScheduleReplay final : public Strategy {
+ public:
+  explicit ScheduleReplay(Schedule s) : schedule_(std::move(s)), cursor_(schedule_) {}
+  ThreadId Pick(const Choice& c) override;
+  std::optional<std::string> AtEnd(uint64_t steps) override;
+  std::string Name() const override { return "replay"; }
+
+ private:
+  Schedule schedule_;
+  ScheduleCursor cursor_;
+};
+
+// Builds a strategy from its command-line name: "round-robin", "random", "pct", "timed".
+// `pct_depth` and `pct_steps` apply to "pct". Error (exit 64) names the known strategies.
+struct StrategySpec {
+  std::string name = "random";
+  uint32_t pct_depth = 3;
+  uint64_t pct_steps = 1000;
+  uint64_t rr_quantum = 1;
+};
+Result<std::unique_ptr<Strategy>> MakeStrategy(const StrategySpec& spec, uint64_t seed);
+const std::vector<std::string>& StrategyNames();
+
+}  // namespace rerace::sim

@@ -1,0 +1,135 @@
+// sim/src/schedule.cc: the schedule's line and file forms.
+#include "rerace/sim/schedule.h"
+
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+namespace rerace::sim {
+
+std::vector<ThreadId> Schedule::Expand() const {
+  std::vector<ThreadId> out;
+  out.reserve(steps_);
+  for (const Run& r : runs_) out.insert(out.end(), r.count, r.thread);
+  return out;
+}
+
+std::string Schedule::Encode() const {
+  std::string out(kScheduleFormat);
+  out += ':';
+  bool first = true;
+  for (const Run& r : runs_) {
+    if (!first) out += '.';
+    first = false;
+    out += std::to_string(r.thread);
+    if (r.count > 1) {
+      out += '*';
+      out += std::to_string(r.count);
+    }
+  }
+  return out;
+}
+
+namespace {
+// Parses a decimal number at s[pos...]; advances pos.
+bool ParseNumber(std::string_view s, size_t& pos, uint64_t& out) {
+  const char* begin = s.data() + pos;
+  const char* end = s.data() + s.size();
+  auto [p, ec] = std::from_chars(begin, end, out);
+  if (ec != std::errc() || p == begin) return false;
+  pos += static_cast<size_t>(p - begin);
+  return true;
+}
+}  // namespace
+
+Result<Schedule> Schedule::Parse(std::string_view line, std::string_view where) {
+  while (!line.empty() && (line.back() == '\n' || line.back() == '\r' || line.back() == ' '))
+    line.remove_suffix(1);
+  const size_t colon = line.find(':');
+  if (colon == std::string_view::npos) {
+    return Error{fmt::format("{}: not a rerace schedule: expected '{}:' followed by steps", where,
+                             kScheduleFormat)};
+  }
+  const std::string_view version = line.substr(0, colon);
+  if (version != kScheduleFormat) {
+    return Error{fmt::format("{}: schedule format '{}' is not supported: this rerace reads '{}'",
+                             where, version.substr(0, 16), kScheduleFormat)};
+  }
+  Schedule s;
+  std::string_view body = line.substr(colon + 1);
+  size_t pos = 0;
+  while (pos < body.size()) {
+    uint64_t thread = 0;
+    uint64_t count = 1;
+    const size_t start = pos;
+    if (!ParseNumber(body, pos, thread) || thread >= kNoThread) {
+      return Error{fmt::format("{}: byte {}: expected a thread id", where, colon + 1 + start)};
+    }
+    if (pos < body.size() && body[pos] == '*') {
+      ++pos;
+      if (!ParseNumber(body, pos, count) || count == 0 || count > (uint64_t{1} << 40)) {
+        return Error{fmt::format("{}: byte {}: expected a positive repeat count after '*'", where,
+                                 colon + 1 + pos)};
+      }
+    }
+    if (pos < body.size()) {
+      if (body[pos] != '.') {
+        return Error{fmt::format("{}: byte {}: expected '.' between steps, found '{}'", where,
+                                 colon + 1 + pos, body[pos])};
+      }
+      ++pos;
+      if (pos == body.size()) {
+        return Error{fmt::format("{}: byte {}: the schedule ends with '.'", where, colon + pos)};
+      }
+    }
+    const ThreadId t = static_cast<ThreadId>(thread);
+    if (!s.runs_.empty() && s.runs_.back().thread == t) {
+      s.runs_.back().count += count;
+    } else {
+      s.runs_.push_back({t, count});
+    }
+    s.steps_ += count;
+  }
+  return s;
+}
+
+Result<void> Schedule::Save(const std::string& path,
+                            const std::vector<std::pair<std::string, std::string>>& meta) const {
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  if (!f) {
+    return Error{fmt::format("{}: cannot write the schedule: {}", path, std::strerror(errno)),
+                 kExitIoError};
+  }
+  f << "# rerace schedule\n";
+  for (const auto& [k, v] : meta) f << "# " << k << ": " << v << '\n';
+  f << Encode() << '\n';
+  f.flush();
+  if (!f) {
+    return Error{fmt::format("{}: cannot write the schedule: {}", path, std::strerror(errno)),
+                 kExitIoError};
+  }
+  return {};
+}
+
+Result<Schedule> Schedule::Load(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) {
+    return Error{fmt::format("{}: cannot open the schedule: {}", path, std::strerror(errno)),
+                 kExitNoInput};
+  }
+  std::string line;
+  size_t lineno = 0;
+  while (std::getline(f, line)) {
+    ++lineno;
+    if (line.empty() || line[0] == '#') continue;
+    return Parse(line, fmt::format("{}:{}", path, lineno));
+  }
+  return Error{fmt::format("{}: no schedule line found (expected '{}:...')", path,
+                           kScheduleFormat)};
+}
+
+}  // namespace rerace::sim

@@ -1,0 +1,442 @@
+// sim/src/scheduler.cc: the step loop and the thread life cycle.
+#include "rerace/sim/scheduler.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <exception>
+#include <utility>
+
+#include "fiber.h"
+#include "rerace/base/result.h"
+#include "rerace/sim/strategy.h"
+
+namespace rerace::sim {
+
+namespace {
+thread_local Scheduler* tls_current = nullptr;
+
+class CheckFailure : public ThreadError {
+ public:
+  using ThreadError::ThreadError;
+};
+
+// Thrown at a thread's suspension point when the scheduler tears the run down, so that the
+// thread's stack unwinds by ordinary C++ means on its own, sanitizer-annotated, stack.
+// NB: logical threads must not swallow it (no catch (...) that carries on).
+struct Teardown {};
+}  // namespace
+
+const char* AccessName(Access a) {
+  switch (a) {
+    case Access::kStart: return "start";
+    case Access::kRead: return "read";
+    case Access::kWrite: return "write";
+    case Access::kLock: return "lock";
+    case Access::kUnlock: return "unlock";
+    case Access::kWait: return "wait";
+    case Access::kNotify: return "notify";
+    case Access::kWake: return "wake";
+    case Access::kSpawn: return "spawn";
+    case Access::kJoin: return "join";
+    case Access::kFutureSet: return "set";
+    case Access::kFutureGet: return "get";
+    case Access::kSleep: return "sleep";
+    case Access::kYield: return "yield";
+  }
+  return "?";
+}
+
+const char* FailureKindName(FailureKind k) {
+  switch (k) {
+    case FailureKind::kException: return "exception";
+    case FailureKind::kCheck: return "check";
+    case FailureKind::kDeadlock: return "deadlock";
+    case FailureKind::kStepBound: return "step-bound";
+    case FailureKind::kDivergence: return "divergence";
+  }
+  return "?";
+}
+
+std::string SourceLocation::ToString() const {
+  std::string s = file.empty() ? std::string("?") : file;
+  if (line != 0) s += fmt::format(":{}", line);
+  if (!function.empty()) s += " in " + function;
+  return s;
+}
+
+void Check(bool cond, std::string_view message, std::source_location loc) {
+  if (cond) return;
+  // Only the file's base name and line: the report must not depend on where the source was
+  // built, nor on the compiler (function_name() differs between compilers).
+  std::string_view file = loc.file_name();
+  if (auto slash = file.rfind('/'); slash != std::string_view::npos) file.remove_prefix(slash + 1);
+  throw CheckFailure("CheckFailed", std::string(message),
+                     SourceLocation{std::string(file), loc.line(), ""});
+}
+
+struct Scheduler::Thread {
+  enum class State : uint8_t { kRunnable, kBlocked, kFinished };
+  ThreadId id = 0;
+  std::string name;
+  std::function<void()> body;
+  std::unique_ptr<detail::Fiber> fiber;
+  Scheduler* sched = nullptr;
+  uint32_t object = 0;  // this thread as an object (for join)
+  State state = State::kRunnable;
+  uint32_t wait_object = 0;
+  const char* waits_for = "";
+  ThreadId wait_holder = kNoThread;
+  uint64_t steps = 0;
+  std::array<std::pair<uint64_t, SchedulingPoint>, kHistory> history{};
+  size_t history_len = 0;
+  size_t history_next = 0;
+  std::vector<ThreadId> joiners;
+};
+
+Scheduler::Scheduler(Strategy& strategy) : Scheduler(strategy, Options{}) {}
+
+Scheduler::Scheduler(Strategy& strategy, Options options, detail::StackPool* pool)
+    : strategy_(strategy), options_(options), pool_(pool) {
+  if (pool_ == nullptr) {
+    own_pool_ = std::make_unique<detail::StackPool>(options_.stack_size);
+    pool_ = own_pool_.get();
+  }
+  objects_.emplace_back("");  // id 0: no object
+}
+
+Scheduler::~Scheduler() {
+  tearing_down_ = true;
+  Scheduler* saved = std::exchange(tls_current, this);
+  for (auto& t : threads_) {
+    current_ = t->id;
+    // An unfinished thread resumes once: it throws Teardown from where it waits (or, if it
+    // never started, returns at once), running the destructors on its stack.
+    if (!t->fiber->finished()) t->fiber->Resume();
+    t->fiber.reset();
+  }
+  current_ = kNoThread;
+  tls_current = saved;
+}
+
+Scheduler* Scheduler::Current() { return tls_current; }
+
+uint32_t Scheduler::RegisterObject(std::string name) {
+  objects_.push_back(std::move(name));
+  return static_cast<uint32_t>(objects_.size() - 1);
+}
+
+const std::string& Scheduler::ObjectName(uint32_t id) const {
+  RERACE_ASSERT(id < objects_.size(), fmt::format("object id {} of {}", id, objects_.size()));
+  return objects_[id];
+}
+
+const std::string& Scheduler::ThreadName(ThreadId t) const {
+  RERACE_ASSERT(t < threads_.size(), fmt::format("thread id {} of {}", t, threads_.size()));
+  return threads_[t]->name;
+}
+
+ThreadId Scheduler::Spawn(std::string name, std::function<void()> body) {
+  if (current_ != kNoThread) Point({Access::kSpawn, 0, "spawn"});
+  auto t = std::make_unique<Thread>();
+  t->id = static_cast<ThreadId>(threads_.size());
+  t->object = RegisterObject(fmt::format("thread {} ({})", t->id, name));
+  t->name = std::move(name);
+  t->body = std::move(body);
+  t->sched = this;
+  t->fiber = std::make_unique<detail::Fiber>(*pool_, &Scheduler::Entry, t.get());
+  const ThreadId id = t->id;
+  clocks_.push_back(current_ == kNoThread ? 0 : clocks_[current_]);
+  pending_.push_back({Access::kStart, t->object, "start"});
+  threads_.push_back(std::move(t));
+  runnable_.reserve(threads_.size());
+  MakeRunnable(id);
+  ++live_;
+  return id;
+}
+
+void Scheduler::Entry(void* arg) {
+  Thread* t = static_cast<Thread*>(arg);
+  if (t->sched->tearing_down_) return;
+  try {
+    t->body();
+  } catch (const Teardown&) {
+  }
+}
+
+void Scheduler::MakeRunnable(ThreadId t) {
+  auto it = std::lower_bound(runnable_.begin(), runnable_.end(), t);
+  if (it == runnable_.end() || *it != t) runnable_.insert(it, t);
+}
+
+void Scheduler::RemoveRunnable(ThreadId t) {
+  auto it = std::lower_bound(runnable_.begin(), runnable_.end(), t);
+  if (it != runnable_.end() && *it == t) runnable_.erase(it);
+}
+
+void Scheduler::Suspend() {
+  threads_[current_]->fiber->Suspend();
+  if (tearing_down_) [[unlikely]] {
+    if (std::uncaught_exceptions() == 0) throw Teardown{};
+  }
+}
+
+void Scheduler::Point(SchedulingPoint p) {
+  if (tearing_down_) return;
+  RERACE_ASSERT(current_ != kNoThread, "Scheduler::Point called outside a logical thread");
+  pending_[current_] = p;
+  Suspend();
+}
+
+void Scheduler::Block(uint32_t object, const char* waits_for, ThreadId holder) {
+  if (tearing_down_) return;
+  RERACE_ASSERT(current_ != kNoThread, "Scheduler::Block called outside a logical thread");
+  Thread& t = *threads_[current_];
+  t.state = Thread::State::kBlocked;
+  t.wait_object = object;
+  t.waits_for = waits_for;
+  t.wait_holder = holder;
+  RemoveRunnable(t.id);
+  pending_[t.id] = {Access::kWake, object, waits_for};
+  Suspend();
+}
+
+void Scheduler::Wake(ThreadId id) {
+  Thread& t = *threads_[id];
+  if (t.state != Thread::State::kBlocked) return;
+  t.state = Thread::State::kRunnable;
+  if (current_ != kNoThread) clocks_[id] = std::max(clocks_[id], clocks_[current_]);
+  MakeRunnable(id);
+}
+
+void Scheduler::Join(ThreadId id) {
+  RERACE_ASSERT(id < threads_.size(), fmt::format("join of unknown thread {}", id));
+  Thread& t = *threads_[id];
+  Point({Access::kJoin, t.object, "join"});
+  while (t.state != Thread::State::kFinished && !tearing_down_) {
+    t.joiners.push_back(current_);
+    Block(t.object, "to join", id);
+  }
+  clocks_[current_] = std::max(clocks_[current_], clocks_[id]);
+}
+
+void Scheduler::Advance(Nanos d) {
+  RERACE_ASSERT(current_ != kNoThread, "Scheduler::Advance called outside a logical thread");
+  clocks_[current_] += d;
+}
+
+void Scheduler::AdvanceTo(Nanos t) {
+  RERACE_ASSERT(current_ != kNoThread, "Scheduler::AdvanceTo called outside a logical thread");
+  clocks_[current_] = std::max(clocks_[current_], t);
+}
+
+void Scheduler::SleepFor(Nanos d, const char* label) {
+  Advance(d);
+  Point({Access::kSleep, 0, label});
+}
+
+Nanos Scheduler::Now() const { return current_ == kNoThread ? 0 : clocks_[current_]; }
+
+void Scheduler::Fail(Failure f) {
+  if (!failure_) failure_ = std::move(f);
+}
+
+void Scheduler::Finish(Thread& t) {
+  t.state = Thread::State::kFinished;
+  RemoveRunnable(t.id);
+  --live_;
+  for (ThreadId j : t.joiners) Wake(j);
+  t.joiners.clear();
+  std::exception_ptr e = t.fiber->TakeException();
+  if (!e) return;
+  Failure f;
+  f.thread = t.id;
+  f.step = step_;
+  try {
+    std::rethrow_exception(e);
+  } catch (const CheckFailure& c) {
+    f.kind = FailureKind::kCheck;
+    f.type = c.type();
+    f.message = c.message();
+    f.where = c.where();
+  } catch (const ThreadError& c) {
+    f.kind = FailureKind::kException;
+    f.type = c.type();
+    f.message = c.message();
+    f.where = c.where();
+  } catch (const std::exception& c) {
+    f.kind = FailureKind::kException;
+    f.type = "exception";
+    f.message = c.what();
+    f.where.file = pending_[t.id].label;
+  } catch (...) {
+    f.kind = FailureKind::kException;
+    f.type = "exception";
+    f.message = "an exception of unknown type";
+    f.where.file = pending_[t.id].label;
+  }
+  Fail(std::move(f));
+}
+
+std::string Scheduler::Describe(const SchedulingPoint& p) const {
+  if (p.object == 0) return fmt::format("{}  ({})", AccessName(p.access), p.label);
+  return fmt::format("{} {}  ({})", AccessName(p.access), objects_[p.object], p.label);
+}
+
+RunResult Scheduler::Run() {
+  RERACE_ASSERT(!ran_, "Scheduler::Run called twice");
+  ran_ = true;
+  Scheduler* saved = std::exchange(tls_current, this);
+  schedule_.Reserve(1024);
+  ThreadId previous = kNoThread;
+
+  while (!failure_) {
+    if (runnable_.empty()) {
+      if (live_ == 0) break;
+      Failure f;
+      f.kind = FailureKind::kDeadlock;
+      f.step = step_;
+      f.type = "Deadlock";
+      f.message = fmt::format("every live thread is blocked ({} of {})", live_, threads_.size());
+      for (const auto& t : threads_) {
+        if (t->state != Thread::State::kBlocked) continue;
+        std::string line = fmt::format("thread {} ({}) waits {} {}", t->id, t->name, t->waits_for,
+                                       objects_[t->wait_object]);
+        if (t->wait_holder != kNoThread)
+          line += fmt::format(", held by thread {} ({})", t->wait_holder,
+                              threads_[t->wait_holder]->name);
+        f.waits.push_back(std::move(line));
+      }
+      Fail(std::move(f));
+      break;
+    }
+    if (step_ >= options_.max_steps) {
+      Failure f;
+      f.kind = FailureKind::kStepBound;
+      f.step = step_;
+      f.type = "StepBound";
+      f.message = fmt::format(
+          "the step bound of {} was reached with {} threads still live: a livelock, or a run "
+          "longer than the bound",
+          options_.max_steps, live_);
+      Fail(std::move(f));
+      break;
+    }
+
+    const Choice choice{step_, previous, runnable_, clocks_, pending_};
+    const ThreadId pick = strategy_.Pick(choice);
+    if (pick == kNoThread || !std::binary_search(runnable_.begin(), runnable_.end(), pick)) {
+      std::string runnable;
+      for (ThreadId r : runnable_) runnable += (runnable.empty() ? "" : ", ") + std::to_string(r);
+      Failure f;
+      f.kind = FailureKind::kDivergence;
+      f.step = step_;
+      f.type = "Divergence";
+      if (pick == kNoThread) {
+        f.message = fmt::format("the schedule ends at step {}, but threads {} can still run",
+                                step_, runnable);
+      } else if (pick >= threads_.size()) {
+        f.thread = pick;
+        f.message = fmt::format(
+            "the schedule names thread {} at step {}, but the program has only {} threads",
+            pick, step_, threads_.size());
+      } else {
+        const Thread& t = *threads_[pick];
+        f.thread = pick;
+        f.message = fmt::format("the schedule names thread {} at step {}, but it {}; runnable: {}",
+                                pick, step_,
+                                t.state == Thread::State::kFinished
+                                    ? std::string("has finished")
+                                    : fmt::format("is blocked ({} {})", t.waits_for,
+                                                  objects_[t.wait_object]),
+                                runnable);
+      }
+      Fail(std::move(f));
+      break;
+    }
+    if (previous != kNoThread && previous != pick &&
+        std::binary_search(runnable_.begin(), runnable_.end(), previous)) {
+      ++preemptions_;
+    }
+    schedule_.Append(pick);
+    Thread& t = *threads_[pick];
+    t.history[t.history_next] = {step_, pending_[pick]};
+    t.history_next = (t.history_next + 1) % kHistory;
+    t.history_len = std::min(t.history_len + 1, kHistory);
+    ++t.steps;
+    current_ = pick;
+    t.fiber->Resume();
+    current_ = kNoThread;
+    if (t.fiber->finished() && t.state != Thread::State::kFinished) Finish(t);
+    previous = pick;
+    ++step_;
+  }
+  if (!failure_) {
+    if (auto msg = strategy_.AtEnd(step_)) {
+      Failure f;
+      f.kind = FailureKind::kDivergence;
+      f.step = step_;
+      f.type = "Divergence";
+      f.message = *msg;
+      Fail(std::move(f));
+    }
+  }
+  RunResult result = Collect();
+  tls_current = saved;
+  return result;
+}
+
+RunResult Scheduler::Collect() {
+  RunResult r;
+  r.failure = failure_;
+  r.steps = step_;
+  r.preemptions = preemptions_;
+  r.schedule = schedule_;
+  for (const auto& t : threads_) {
+    ThreadSummary s;
+    s.id = t->id;
+    s.name = t->name;
+    s.steps = t->steps;
+    s.clock = clocks_[t->id];
+    s.finished = t->state == Thread::State::kFinished;
+    const size_t first = (t->history_next + kHistory - t->history_len) % kHistory;
+    for (size_t i = 0; i < t->history_len; ++i) {
+      const auto& [step, point] = t->history[(first + i) % kHistory];
+      s.last_steps.push_back({step, Describe(point)});
+    }
+    r.makespan = std::max(r.makespan, s.clock);
+    r.threads.push_back(std::move(s));
+  }
+  return r;
+}
+
+std::string RunResult::Report() const {
+  std::string out;
+  if (failure) {
+    const Failure& f = *failure;
+    if (f.thread != kNoThread && f.thread < threads.size()) {
+      out += fmt::format("FAILED: {} in thread {} ({}) at step {}\n", FailureKindName(f.kind),
+                         f.thread, threads[f.thread].name, f.step);
+    } else {
+      out += fmt::format("FAILED: {} at step {}\n", FailureKindName(f.kind), f.step);
+    }
+    out += fmt::format("  {}: {}\n", f.type, f.message);
+    if (!f.where.file.empty()) out += fmt::format("  at {}\n", f.where.ToString());
+    for (const auto& w : f.waits) out += fmt::format("  {}\n", w);
+  } else {
+    out += "ok: no failure\n";
+  }
+  out += "threads (last steps, oldest first):\n";
+  for (const auto& t : threads) {
+    out += fmt::format("  thread {} ({}): {}, {} steps, clock {} ns\n", t.id, t.name,
+                       t.finished ? "finished" : "live", t.steps, t.clock);
+    for (const auto& s : t.last_steps) out += fmt::format("    step {:>6}  {}\n", s.step, s.text);
+  }
+  out += fmt::format("run: {} steps, {} preemptions, makespan {} ns\n", steps, preemptions,
+                     makespan);
+  out += fmt::format("schedule: {}\n", schedule.Encode());
+  return out;
+}
+
+}  // namespace rerace::sim

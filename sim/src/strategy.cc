@@ -1,0 +1,120 @@
+// sim/src/strategy.cc: the built-in strategies.
+#include "rerace/sim/strategy.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace rerace::sim {
+
+ThreadId RoundRobin::Pick(const Choice& c) {
+  // Stay on the previous thread for `quantum` steps while it can run, then move to the next
+  // runnable thread in id order (cyclically).
+  if (c.previous != kNoThread && used_ < quantum_ &&
+      std::binary_search(c.runnable.begin(), c.runnable.end(), c.previous)) {
+    ++used_;
+    return c.previous;
+  }
+  used_ = 1;
+  if (c.previous == kNoThread) return c.runnable.front();
+  auto it = std::upper_bound(c.runnable.begin(), c.runnable.end(), c.previous);
+  return it == c.runnable.end() ? c.runnable.front() : *it;
+}
+
+std::string RoundRobin::Name() const { return fmt::format("round-robin(quantum={})", quantum_); }
+
+std::string RandomWalk::Name() const { return fmt::format("random(seed={})", seed_); }
+
+Pct::Pct(uint64_t seed, uint32_t depth, uint64_t steps)
+    : rng_(seed), seed_(seed), depth_(std::max<uint32_t>(depth, 1)), steps_(std::max<uint64_t>(steps, 1)) {
+  // d-1 change points, uniform over the first k steps (duplicates allowed, as in the paper).
+  // Change point i lowers the running thread to priority i; the points' steps are random, so
+  // after sorting by step the priorities they hand out are in random order.
+  for (uint32_t i = 1; i < depth_; ++i) change_points_.push_back({rng_.Below(steps_), i});
+  std::stable_sort(change_points_.begin(), change_points_.end(),
+                   [](const ChangePoint& a, const ChangePoint& b) { return a.step < b.step; });
+}
+
+uint64_t Pct::PriorityOf(ThreadId t) {
+  if (priority_.size() <= t) priority_.resize(t + 1, 0);
+  // Initial priorities lie above every change-point priority (1..d-1): d + random 32 bits.
+  // Drawn when the thread is first seen, so threads spawned later get one too.
+  if (priority_[t] == 0) priority_[t] = depth_ + 1 + (rng_.Next() >> 32);
+  return priority_[t];
+}
+
+ThreadId Pct::Pick(const Choice& c) {
+  auto highest = [&] {
+    ThreadId best = c.runnable.front();
+    uint64_t best_p = PriorityOf(best);
+    for (ThreadId t : c.runnable.subspan(1)) {
+      const uint64_t p = PriorityOf(t);
+      if (p > best_p) {
+        best = t;
+        best_p = p;
+      }
+    }
+    return best;
+  };
+  ThreadId t = highest();
+  // At a change point, the thread about to run drops below every initial priority.
+  while (next_change_ < change_points_.size() && change_points_[next_change_].step <= c.step) {
+    priority_[t] = change_points_[next_change_].priority;
+    ++next_change_;
+    t = highest();
+  }
+  return t;
+}
+
+std::string Pct::Name() const {
+  return fmt::format("pct(seed={}, depth={}, steps={})", seed_, depth_, steps_);
+}
+
+ThreadId Timed::Pick(const Choice& c) {
+  ties_.clear();
+  Nanos best = UINT64_MAX;
+  for (ThreadId t : c.runnable) {
+    if (c.clocks[t] < best) {
+      best = c.clocks[t];
+      ties_.clear();
+    }
+    if (c.clocks[t] == best) ties_.push_back(t);
+  }
+  if (ties_.size() == 1) return ties_.front();
+  return ties_[rng_.Below(ties_.size())];
+}
+
+std::string Timed::Name() const { return fmt::format("timed(seed={})", seed_); }
+
+ThreadId ScheduleReplay::Pick(const Choice& /*c*/) {
+  if (cursor_.Done()) return kNoThread;
+  const ThreadId t = cursor_.Peek();
+  cursor_.Advance();
+  return t;
+}
+
+std::optional<std::string> ScheduleReplay::AtEnd(uint64_t steps) {
+  if (cursor_.Done()) return std::nullopt;
+  return fmt::format(
+      "the program ended after {} steps, but the schedule has {} steps: it does not match this "
+      "program",
+      steps, schedule_.steps());
+}
+
+const std::vector<std::string>& StrategyNames() {
+  static const std::vector<std::string> names = {"random", "pct", "round-robin", "timed"};
+  return names;
+}
+
+Result<std::unique_ptr<Strategy>> MakeStrategy(const StrategySpec& spec, uint64_t seed) {
+  if (spec.name == "random") return std::unique_ptr<Strategy>(new RandomWalk(seed));
+  if (spec.name == "pct")
+    return std::unique_ptr<Strategy>(new Pct(seed, spec.pct_depth, spec.pct_steps));
+  if (spec.name == "round-robin") return std::unique_ptr<Strategy>(new RoundRobin(spec.rr_quantum));
+  if (spec.name == "timed") return std::unique_ptr<Strategy>(new Timed(seed));
+  return Error{fmt::format("unknown strategy '{}': expected one of {}", spec.name,
+                           fmt::join(StrategyNames(), ", ")),
+               kExitUsage};
+}
+
+}  // namespace rerace::sim

@@ -1,0 +1,37 @@
+// tools/rerace/commands.h: how subcommands plug into the command line.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "rerace/base/result.h"
+
+namespace rerace::tools {
+
+// Each subcommand adds itself to the CLI11 app and leaves an action here; after parsing,
+// the action of the chosen subcommand runs and its return value is the exit code.
+class CommandTable {
+ public:
+  void Add(CLI::App* sub, std::function<int()> action) { entries_.push_back({sub, std::move(action)}); }
+  int Run() const {
+    for (const auto& e : entries_)
+      if (e.sub->parsed()) return e.action();
+    return 64;
+  }
+
+ private:
+  struct Entry {
+    CLI::App* sub;
+    std::function<int()> action;
+  };
+  std::vector<Entry> entries_;
+};
+
+void RegisterClassic(CLI::App& app, CommandTable& table);
+
+// Prints "rerace: error: <message>" on stderr and returns the error's exit code.
+int ReportError(const Error& e);
+
+}  // namespace rerace::tools
