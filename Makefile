@@ -9,7 +9,7 @@ WERROR  ?= OFF
 CUDA    ?= $(shell command -v nvcc >/dev/null 2>&1 && echo ON || echo OFF)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps build build-nocuda build-asan test test-nocuda test-sanitize demo bench clean
+.PHONY: all deps build build-nocuda build-asan build-fuzz fuzz test test-nocuda test-sanitize demo bench clean
 
 all: build
 
@@ -42,6 +42,20 @@ test-sanitize: build-asan
 	cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	  ctest --output-on-failure -j $(JOBS) -LE gpu
 
+# libFuzzer over the trace reader, under ASan + UBSan, with clang. FUZZ_SECONDS=60 by default.
+FUZZ_SECONDS ?= 60
+build-fuzz:
+	RERACE_FUZZ=1 tools/scripts/install-deps.sh
+	CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=Debug \
+	  -DCMAKE_CXX_FLAGS=-O1 -DRERACE_WERROR=$(WERROR) -DRERACE_CUDA=OFF -DRERACE_BENCH=OFF \
+	  -DRERACE_TESTS=ON -DRERACE_FUZZ=ON -DRERACE_SANITIZE=address,undefined $(CMAKE_FLAGS)
+	cmake --build build-fuzz -j $(JOBS) --target reader_fuzz
+
+fuzz: build-fuzz
+	mkdir -p build-fuzz/corpus
+	build-fuzz/fuzz/reader_fuzz -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=2048 \
+	  -timeout=10 -print_final_stats=1 build-fuzz/corpus tests/fuzz/reader
+
 demo: build
 	@tools/scripts/demo.sh build/bin/rerace
 
@@ -49,4 +63,4 @@ bench: build
 	@tools/scripts/bench.sh build
 
 clean:
-	rm -rf build build-nocuda build-asan
+	rm -rf build build-nocuda build-asan build-fuzz

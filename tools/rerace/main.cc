@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", std::string("rerace ") + RERACE_VERSION);
   rerace::tools::CommandTable table;
   rerace::tools::RegisterClassic(app, table);
+  rerace::tools::RegisterTraceCommands(app, table);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

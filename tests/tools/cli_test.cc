@@ -1,0 +1,90 @@
+// The command line as a user meets it: exit codes and one-line errors.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+namespace {
+
+struct CliRun {
+  int code;
+  std::string out;  // stdout and stderr together
+};
+
+CliRun Rerace(const std::string& args) {
+  const char* bin = std::getenv("RERACE_BIN");
+  const std::string cmd = std::string(bin ? bin : "build/bin") + "/rerace " + args + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  CliRun r{-1, ""};
+  if (!p) return r;
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
+  const int status = pclose(p);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+std::string Data(const char* name) {
+  const char* src = std::getenv("RERACE_SOURCE");
+  return std::string(src ? src : ".") + "/tests/data/" + name;
+}
+
+TEST(Cli, CorruptTraceIsOneLineAndExit65) {
+  const CliRun r = Rerace("show " + Data("dangling-thread.rrt"));
+  EXPECT_EQ(r.code, 65);
+  EXPECT_EQ(r.out.rfind("rerace: error: ", 0), 0u) << r.out;
+  EXPECT_EQ(r.out.find('\n'), r.out.size() - 1) << r.out;
+}
+
+TEST(Cli, MissingTraceIsExit66) {
+  const CliRun r = Rerace("show /no/such.rrt");
+  EXPECT_EQ(r.code, 66);
+  EXPECT_NE(r.out.find("/no/such.rrt: cannot open the trace"), std::string::npos) << r.out;
+}
+
+TEST(Cli, UnknownFlagIsExit64) {
+  const CliRun r = Rerace("show --no-such-flag x.rrt");
+  EXPECT_EQ(r.code, 64);
+  EXPECT_NE(r.out.find("--no-such-flag"), std::string::npos) << r.out;
+}
+
+TEST(Cli, UnknownSubcommandIsExit64) {
+  EXPECT_EQ(Rerace("frobnicate").code, 64);
+}
+
+TEST(Cli, HelpIsExit0AndListsSubcommands) {
+  const CliRun r = Rerace("--help");
+  EXPECT_EQ(r.code, 0);
+  for (const char* sub : {"show", "synth", "classic"})
+    EXPECT_NE(r.out.find(sub), std::string::npos) << sub;
+}
+
+TEST(Cli, UnknownClassicBugIsExit64) {
+  const CliRun r = Rerace("classic no-such-bug");
+  EXPECT_EQ(r.code, 64);
+  EXPECT_NE(r.out.find("unknown bug 'no-such-bug'"), std::string::npos) << r.out;
+}
+
+TEST(Cli, SynthThenShowSummarizesTheTrace) {
+  const std::string path = ::testing::TempDir() + "/cli-synth.rrt";
+  const CliRun w = Rerace("synth -o " + path + " --threads 3 --configs 4");
+  ASSERT_EQ(w.code, 0) << w.out;
+  const CliRun s = Rerace("show " + path);
+  ASSERT_EQ(s.code, 0) << s.out;
+  EXPECT_NE(s.out.find("3 threads"), std::string::npos) << s.out;
+  EXPECT_NE(s.out.find("3 calls, 12 config benchmarks, keys: 4096"), std::string::npos) << s.out;
+  EXPECT_NE(s.out.find("complete: yes"), std::string::npos) << s.out;
+  std::remove(path.c_str());
+}
+
+TEST(Cli, SynthRejectsABadScenarioWithExit64) {
+  const CliRun r = Rerace("synth -o /tmp/never.rrt --restore-value z_ptr");
+  EXPECT_EQ(r.code, 64);
+  EXPECT_NE(r.out.find("restore_value names 'z_ptr'"), std::string::npos) << r.out;
+}
+
+}  // namespace

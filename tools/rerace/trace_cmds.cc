@@ -1,0 +1,208 @@
+// tools/rerace/trace_cmds.cc: `rerace show` (what is in a trace) and `rerace synth` (write a
+// synthetic one).
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <set>
+
+#include "commands.h"
+#include "rerace/base/result.h"
+#include "rerace/traces/reader.h"
+#include "rerace/traces/synth.h"
+#include "rerace/traces/trace.h"
+
+namespace rerace::tools {
+
+using namespace rerace::traces;
+
+std::string Summarize(const Trace& t, const std::string& path) {
+  std::string out;
+  const Header& h = t.header;
+  out += fmt::format("trace {}\n", path);
+  out += fmt::format("  format v{}, recorder {}, host {}, pid {}{}\n", h.format_version,
+                     h.recorder_version, h.host, h.pid,
+                     h.rank >= 0 ? fmt::format(", rank {}", h.rank) : "");
+  if (!h.command_line.empty()) out += fmt::format("  command: {}\n", fmt::join(h.command_line, " "));
+  for (const Gpu& g : h.gpus)
+    out += fmt::format("  GPU {}: {} ({}), {:.1f} GiB\n", g.index, g.name, g.uuid,
+                       static_cast<double>(g.memory_bytes) / (1u << 30));
+  out += fmt::format("  {} events in {} chunks, {} threads, {} strings, {} launch shapes\n",
+                     t.events.size(), t.chunks, t.threads.size(), t.strings.size(),
+                     t.shapes.size());
+
+  // Per thread: launches per device and kernel, tuner calls.
+  struct PerThread {
+    std::map<std::pair<uint32_t, std::string>, uint64_t> launches;  // (device, kernel)
+    uint64_t syncs = 0, memops = 0, tuner_calls = 0, locks = 0, nvtx = 0;
+  };
+  std::vector<PerThread> per(t.threads.size());
+  uint64_t timed = 0, untimed = 0;
+  struct TunerInfo {
+    std::string cls, kernel;
+    uint64_t calls = 0, benches = 0;
+    std::set<std::string> keys;
+  };
+  std::map<uint64_t, TunerInfo> tuners;
+  std::vector<std::string> failures;
+  for (const Event& e : t.events) {
+    PerThread& p = per[e.thread];
+    switch (e.kind) {
+      case EventKind::kLaunch: {
+        const LaunchShape& sh = t.shapes[e.shape];
+        ++p.launches[{sh.device, t.Str(sh.kernel)}];
+        break;
+      }
+      case EventKind::kActivity: (e.gpu_start_ns != 0 ? timed : untimed)++; break;
+      case EventKind::kSync: ++p.syncs; break;
+      case EventKind::kMemOp: ++p.memops; break;
+      case EventKind::kLock: ++p.locks; break;
+      case EventKind::kNvtx: ++p.nvtx; break;
+      case EventKind::kTuner: {
+        const TunerEvent& te = t.tuner_events[e.tuner];
+        TunerInfo& ti = tuners[te.tuner];
+        ti.cls = t.Str(te.tuner_class);
+        ti.kernel = t.Str(te.kernel);
+        if (te.kind == TunerKind::kCallBegin) {
+          ++ti.calls;
+          ++p.tuner_calls;
+          ti.keys.insert(te.key);
+        }
+        if (te.kind == TunerKind::kBenchEnd) ++ti.benches;
+        if (te.kind == TunerKind::kError)
+          failures.push_back(fmt::format("thread {} ({}), event {}: {}: {} at {}", e.thread,
+                                         t.threads[e.thread].name, e.seq, te.error_type,
+                                         te.error_message, te.error_where));
+        break;
+      }
+    }
+  }
+  out += "threads:\n";
+  for (size_t i = 0; i < t.threads.size(); ++i) {
+    const PerThread& p = per[i];
+    uint64_t n = 0;
+    for (const auto& [k, c] : p.launches) n += c;
+    out += fmt::format("  {} {} (tid {}): {} launches, {} syncs, {} memops, {} tuner calls, {} "
+                       "locks, {} nvtx\n",
+                       i, t.threads[i].name, t.threads[i].os_tid, n, p.syncs, p.memops,
+                       p.tuner_calls, p.locks, p.nvtx);
+    for (const auto& [k, c] : p.launches)
+      out += fmt::format("      device {}  {:>8}  {}\n", k.first, c, k.second);
+  }
+  out += fmt::format("kernel timings: {} timed, {} without timing\n", timed, untimed);
+  if (!tuners.empty()) out += "tuners:\n";
+  for (const auto& [id, ti] : tuners)
+    out += fmt::format("  {:#x} {} ({}): {} calls, {} config benchmarks, keys: {}\n", id, ti.kernel,
+                       ti.cls, ti.calls, ti.benches, fmt::join(ti.keys, ", "));
+  out += fmt::format("failures recorded: {}\n", failures.size());
+  for (const auto& f : failures) out += "  " + f + "\n";
+  if (t.has_footer)
+    out += fmt::format("CUPTI records dropped: {}, recorder problems: {}\n", t.footer.cupti_dropped,
+                       t.footer.problems);
+  out += t.truncated ? fmt::format("TRUNCATED: {}\n", t.truncation) : "complete: yes\n";
+  return out;
+}
+
+namespace {
+
+struct ShowArgs {
+  std::string path;
+  bool frames = false;
+  int64_t raw_frame = -1;
+};
+
+int RunShow(const ShowArgs& a) {
+  if (a.frames || a.raw_frame >= 0) {
+    auto bytes = ReadFileBytes(a.path);
+    if (!bytes) return ReportError(bytes.error());
+    auto frames = ListFrames(*bytes, a.path);
+    if (!frames) return ReportError(frames.error());
+    if (a.raw_frame >= 0) {
+      if (static_cast<size_t>(a.raw_frame) >= frames->size())
+        return ReportError({fmt::format("{}: no frame {} (the file has {})", a.path, a.raw_frame,
+                                        frames->size()),
+                            kExitUsage});
+      const FrameInfo& f = (*frames)[static_cast<size_t>(a.raw_frame)];
+      fwrite(bytes->data() + f.offset + 12, 1, f.payload_bytes, stdout);
+      return kExitOk;
+    }
+    for (size_t i = 0; i < frames->size(); ++i) {
+      const FrameInfo& f = (*frames)[i];
+      std::printf("frame %zu  kind %u (%s)  offset %llu  payload %u bytes\n", i, f.kind,
+                  f.kind == 1 ? "Header" : f.kind == 2 ? "Chunk" : f.kind == 3 ? "Footer" : "?",
+                  static_cast<unsigned long long>(f.offset), f.payload_bytes);
+    }
+    return kExitOk;
+  }
+  auto t = ReadTrace(a.path);
+  if (!t) return ReportError(t.error());
+  std::fputs(Summarize(*t, a.path).c_str(), stdout);
+  return kExitOk;
+}
+
+struct SynthArgs {
+  Scenario s;
+  std::string out;
+};
+
+int RunSynth(const SynthArgs& a) {
+  if (auto r = Synthesize(a.s, a.out); !r) return ReportError(r.error());
+  auto t = ReadTrace(a.out);
+  if (!t) return ReportError(t.error());
+  std::printf("wrote %s: %zu events, %zu threads, %u tuner(s) x %u configs, seed %llu\n",
+              a.out.c_str(), t->events.size(), t->threads.size(), a.s.tuners, a.s.configs,
+              static_cast<unsigned long long>(a.s.seed));
+  return kExitOk;
+}
+
+}  // namespace
+
+void RegisterTraceCommands(CLI::App& app, CommandTable& table) {
+  auto show = std::make_shared<ShowArgs>();
+  CLI::App* sh = app.add_subcommand(
+      "show", "Summarize a trace: machine and GPUs, threads, launches per thread and device, "
+              "tuners and their calls, failures recorded, dropped records, truncation");
+  sh->add_option("trace", show->path, "Trace file")->required();
+  sh->add_flag("--frames", show->frames, "List the file's frames (offsets, kinds, sizes)");
+  sh->add_option("--raw-frame", show->raw_frame,
+                 "Write frame N's payload (packed Cap'n Proto) to stdout, for "
+                 "'capnp decode --packed traces/schema/trace.capnp Chunk'");
+  table.Add(sh, [show] { return RunShow(*show); });
+
+  auto synth = std::make_shared<SynthArgs>();
+  Scenario& s = synth->s;
+  CLI::App* sy = app.add_subcommand(
+      "synth", "Write a synthetic trace from a scenario. The default scenario has the shape of "
+               "the H200 experiment: 8 threads, one autotuned kernel with 12 configs, key N, "
+               "restore_value=['y_ptr'], cold cache, all threads calling at once");
+  sy->add_option("-o,--output", synth->out, "Trace file to write")->required();
+  sy->add_option("--threads", s.threads, "Host threads")->default_val(s.threads);
+  sy->add_option("--tuners", s.tuners, "Autotuned kernels")->default_val(s.tuners);
+  sy->add_option("--configs", s.configs, "Configs per tuner")->default_val(s.configs);
+  sy->add_option("--calls", s.calls_per_thread, "Tuner calls per thread")
+      ->default_val(s.calls_per_thread);
+  sy->add_option("--keys", s.keys, "Key values; call i of thread t uses key (t+i) mod n")
+      ->default_str("4096");
+  sy->add_option("--args", s.arg_names, "The kernel's positional argument names")
+      ->default_str("x_ptr y_ptr N");
+  sy->add_option("--restore-value", s.restore_value, "restore_value argument names")
+      ->default_str("y_ptr");
+  sy->add_option("--reset-to-zero", s.reset_to_zero, "reset_to_zero argument names");
+  sy->add_option("--reps", s.repetitions, "do_bench repetitions recorded per config")
+      ->default_val(s.repetitions);
+  sy->add_option("--bench-ns", s.bench_ns, "Mean kernel time while benchmarking (ns)")
+      ->default_val(s.bench_ns);
+  sy->add_option("--kernel-ns", s.kernel_ns, "Mean kernel time of the final launch (ns)")
+      ->default_val(s.kernel_ns);
+  sy->add_option("--other-launches", s.other_launches, "Untuned launches per thread")
+      ->default_val(s.other_launches);
+  sy->add_option("--gpus", s.gpus, "GPUs (thread t uses GPU t mod gpus)")->default_val(s.gpus);
+  sy->add_option("--seed", s.seed, "Seed of the synthetic durations")->default_val(s.seed);
+  sy->add_option("--tuner-class", s.tuner_class, "Tuner class recorded")
+      ->default_val(s.tuner_class);
+  table.Add(sy, [synth] { return RunSynth(*synth); });
+}
+
+}  // namespace rerace::tools

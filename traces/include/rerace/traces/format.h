@@ -1,0 +1,30 @@
+// rerace/traces/format.h: the on-disk framing of a trace and its version.
+//
+// NB: kFormatVersion must be bumped on ANY change to traces/schema/trace.capnp or to the
+// framing below, and the reader taught what it still reads. A reader meeting another version
+// names both in its error.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+namespace rerace::traces {
+
+inline constexpr uint32_t kFormatVersion = 1;
+inline constexpr std::string_view kMagic = "RRTRACE\n";  // 8 bytes
+inline constexpr size_t kPreambleBytes = 16;             // magic, version, reserved
+inline constexpr size_t kFrameHeaderBytes = 12;          // length, kind, 3 zero, crc32c
+
+enum class FrameKind : uint8_t { kHeader = 1, kChunk = 2, kFooter = 3 };
+
+// Limits the reader enforces on hostile input.
+inline constexpr uint32_t kMaxFrameBytes = 64u << 20;      // one frame's payload
+inline constexpr uint64_t kMaxUnpackedWordsPerByte = 64;   // packed expansion allowed
+inline constexpr uint64_t kMaxChunkWords = 16u << 20;      // 128 MiB unpacked, absolute
+inline constexpr int kNestingLimit = 8;                    // the schema nests 3 deep
+
+// CRC-32C (Castagnoli) of a byte range, as stored in each frame header.
+uint32_t Crc32c(const void* data, size_t size, uint32_t crc = 0);
+
+}  // namespace rerace::traces

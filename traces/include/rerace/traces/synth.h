@@ -1,0 +1,48 @@
+// rerace/traces/synth.h: synthetic traces from a scenario, until (and beside) real ones.
+//
+// A Scenario describes what a recorded step would contain: threads calling autotuned kernels
+// with a cold cache, each call's key, configs and in-parameters, the benchmark time of each
+// config and the kernels' durations. Synthesize() writes the trace a recorder would have
+// written for it, with every thread's tuner transitions (call, each config's benchmark with
+// its pre and post hooks per repetition, the final launch) and the kernel launches and their
+// GPU timings.
+//
+// NB: the recorded order in a synthetic trace is a plausible one, not a simulation: threads
+// advance in turns of one transition (the "all threads call at once" shape of the H200
+// experiment), and no failure is recorded in it. Replaying that order under a tuner model
+// shows what real Triton would have done in it.
+//
+// Deterministic: the same scenario (seed included) gives a byte-identical file.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "rerace/base/result.h"
+
+namespace rerace::traces {
+
+struct Scenario {
+  uint32_t threads = 8;
+  uint32_t tuners = 1;               // distinct autotuned kernels
+  uint32_t configs = 12;
+  uint32_t calls_per_thread = 1;     // tuner calls each thread makes, in turn over the tuners
+  std::vector<std::string> keys = {"4096"};  // key values (key = ['N']); call i uses keys[i % n]
+  std::vector<std::string> arg_names = {"x_ptr", "y_ptr", "N"};
+  std::vector<std::string> restore_value = {"y_ptr"};
+  std::vector<std::string> reset_to_zero = {};
+  uint32_t repetitions = 3;          // do_bench repetitions recorded per config
+  uint64_t bench_ns = 20'000;        // mean kernel time during benchmarking
+  uint64_t kernel_ns = 20'000;       // mean kernel time of the final launch
+  uint32_t other_launches = 2;       // untuned kernels each thread launches around its calls
+  uint32_t gpus = 1;                 // thread t runs on GPU t % gpus
+  uint64_t seed = 1;
+  std::string tuner_class = "triton.runtime.autotuner.Autotuner";
+};
+
+// Checks a scenario; the message names the offending field (exit 64).
+Result<void> ValidateScenario(const Scenario& s);
+Result<void> Synthesize(const Scenario& s, const std::string& path);
+
+}  // namespace rerace::traces

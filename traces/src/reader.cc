@@ -1,0 +1,578 @@
+// traces/src/reader.cc: frame parsing, Cap'n Proto decoding with deliberate limits, and the
+// checks of every "must" in the schema.
+#include "rerace/traces/reader.h"
+
+#include <capnp/message.h>
+#include <capnp/serialize-packed.h>
+#include <fmt/format.h>
+#include <kj/exception.h>
+#include <kj/io.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <optional>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "rerace/traces/format.h"
+#include "trace.capnp.h"
+
+namespace rerace::traces {
+
+namespace s = schema;
+
+namespace {
+
+uint32_t GetLe32(const uint8_t* p) {
+  return static_cast<uint32_t>(p[0]) | static_cast<uint32_t>(p[1]) << 8 |
+         static_cast<uint32_t>(p[2]) << 16 | static_cast<uint32_t>(p[3]) << 24;
+}
+
+// Raised inside the parser with a message; turned into the one-line Error at the top.
+struct Bad {
+  std::string what;
+};
+
+struct Frame {
+  uint64_t offset;
+  uint8_t kind;
+  std::span<const uint8_t> payload;
+};
+
+enum class FrameStatus { kOk, kEnd, kCut };
+
+// The correlation ids of the launches seen so far. CUPTI hands them out in increasing order,
+// so they usually arrive sorted: then uniqueness is one comparison and lookup a binary search.
+// The first id out of order moves everything to a hash set. Memory is linear in launches.
+class CorrelationSet {
+ public:
+  bool Insert(uint32_t id) {
+    if (!hashed_) {
+      if (sorted_.empty() || id > sorted_.back()) {
+        sorted_.push_back(id);
+        return true;
+      }
+      hashed_ = true;
+      set_.insert(sorted_.begin(), sorted_.end());
+      sorted_.clear();
+      sorted_.shrink_to_fit();
+    }
+    return set_.insert(id).second;
+  }
+  bool Contains(uint32_t id) const {
+    if (hashed_) return set_.count(id) != 0;
+    return std::binary_search(sorted_.begin(), sorted_.end(), id);
+  }
+
+ private:
+  bool hashed_ = false;
+  std::vector<uint32_t> sorted_;
+  std::unordered_set<uint32_t> set_;
+};
+
+class Parser {
+ public:
+  Parser(std::span<const uint8_t> bytes, std::string_view name) : bytes_(bytes), name_(name) {}
+
+  Result<Trace> Run() {
+    try {
+      Preamble();
+      Frame f;
+      if (NextFrame(f) != FrameStatus::kOk) {
+        throw Bad{fmt::format("byte {}: the file ends inside its header frame; expected a whole "
+                              "header (the recorder died before writing it?)",
+                              pos_)};
+      }
+      if (f.kind != static_cast<uint8_t>(FrameKind::kHeader)) {
+        throw Bad{fmt::format("frame 0 at byte {}: kind {} where the header (kind 1) must come",
+                              f.offset, f.kind)};
+      }
+      Decode<s::Header>(f, [&](s::Header::Reader h) { ReadHeader(h, f); });
+      for (;;) {
+        const FrameStatus st = NextFrame(f);
+        if (st == FrameStatus::kEnd) {
+          trace_.truncated = true;
+          trace_.truncation = fmt::format(
+              "truncated after {} events: the file has no footer (the recording was cut short)",
+              trace_.events.size());
+          break;
+        }
+        if (st == FrameStatus::kCut) {
+          trace_.truncated = true;
+          trace_.truncation = fmt::format(
+              "truncated after {} events: frame {} at byte {} is cut short ({} of {} bytes)",
+              trace_.events.size(), frame_index_, cut_offset_, cut_have_, cut_need_);
+          break;
+        }
+        if (f.kind == static_cast<uint8_t>(FrameKind::kChunk)) {
+          Decode<s::Chunk>(f, [&](s::Chunk::Reader c) { ReadChunk(c); });
+          ++trace_.chunks;
+        } else if (f.kind == static_cast<uint8_t>(FrameKind::kFooter)) {
+          Decode<s::Footer>(f, [&](s::Footer::Reader ft) { ReadFooter(ft); });
+          if (pos_ != bytes_.size()) {
+            throw Bad{fmt::format("byte {}: {} bytes after the footer; expected the end of file",
+                                  pos_, bytes_.size() - pos_)};
+          }
+          if (!trace_.footer.complete) {
+            trace_.truncated = true;
+            trace_.truncation = fmt::format(
+                "truncated after {} events: the recorder marked the run incomplete",
+                trace_.events.size());
+          }
+          break;
+        } else {
+          throw Bad{fmt::format("frame {} at byte {}: unknown frame kind {}; expected 2 (chunk) "
+                                "or 3 (footer)",
+                                frame_index_ - 1, f.offset, f.kind)};
+        }
+      }
+    } catch (const Bad& b) {
+      return Error{fmt::format("{}: {}", name_, b.what), kExitDataError};
+    }
+    return std::move(trace_);
+  }
+
+  FrameStatus NextFrame(Frame& f) {
+    if (pos_ == bytes_.size()) return FrameStatus::kEnd;
+    const uint64_t at = pos_;
+    if (bytes_.size() - pos_ < kFrameHeaderBytes) {
+      return Cut(at, bytes_.size() - pos_, kFrameHeaderBytes);
+    }
+    const uint8_t* h = bytes_.data() + pos_;
+    const uint32_t len = GetLe32(h);
+    if (h[5] != 0 || h[6] != 0 || h[7] != 0) {
+      throw Bad{fmt::format("frame {} at byte {}: reserved header bytes are not zero; not a "
+                            "frame boundary (corrupt file?)",
+                            frame_index_, at)};
+    }
+    if (len > kMaxFrameBytes) {
+      throw Bad{fmt::format("frame {} at byte {}: payload of {} bytes; expected at most {} "
+                            "(corrupt or hostile file)",
+                            frame_index_, at, len, kMaxFrameBytes)};
+    }
+    if (bytes_.size() - pos_ - kFrameHeaderBytes < len) {
+      return Cut(at, bytes_.size() - pos_, kFrameHeaderBytes + len);
+    }
+    f.offset = at;
+    f.kind = h[4];
+    f.payload = bytes_.subspan(pos_ + kFrameHeaderBytes, len);
+    const uint32_t crc = GetLe32(h + 8);
+#ifdef FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
+    // Under the fuzzer a checksum would stop nearly every mutation at the door.
+    const bool crc_ok = true;
+    (void)crc;
+#else
+    const bool crc_ok = Crc32c(f.payload.data(), f.payload.size()) == crc;
+#endif
+    if (!crc_ok) {
+      throw Bad{fmt::format("frame {} at byte {}: CRC-32C mismatch over {} payload bytes; the "
+                            "frame is corrupt",
+                            frame_index_, at, len)};
+    }
+    pos_ += kFrameHeaderBytes + len;
+    ++frame_index_;
+    return FrameStatus::kOk;
+  }
+
+  Trace trace_;
+
+ private:
+  FrameStatus Cut(uint64_t at, uint64_t have, uint64_t need) {
+    cut_offset_ = at;
+    cut_have_ = have;
+    cut_need_ = need;
+    return FrameStatus::kCut;
+  }
+
+  void Preamble() {
+    if (bytes_.size() < kMagic.size() ||
+        std::memcmp(bytes_.data(), kMagic.data(), kMagic.size()) != 0) {
+      throw Bad{"byte 0: bad magic; expected \"RRTRACE\\n\" (not a rerace trace)"};
+    }
+    if (bytes_.size() < kPreambleBytes) {
+      throw Bad{fmt::format("byte {}: the file ends inside its preamble; expected {} bytes",
+                            bytes_.size(), kPreambleBytes)};
+    }
+    const uint32_t version = GetLe32(bytes_.data() + 8);
+    if (version != kFormatVersion) {
+      throw Bad{fmt::format("byte 8: trace format version {}; this rerace reads version {} "
+                            "({} rerace to read it)",
+                            version, kFormatVersion, version > kFormatVersion ? "upgrade" : "use an older")};
+    }
+    if (GetLe32(bytes_.data() + 12) != 0) throw Bad{"byte 12: reserved preamble word is not 0"};
+    pos_ = kPreambleBytes;
+  }
+
+  template <typename T, typename F>
+  void Decode(const Frame& f, F&& body) {
+    where_ = fmt::format("frame {} ({}) at byte {}", frame_index_ - 1,
+                         f.kind == 1 ? "header" : f.kind == 2 ? "chunk" : "footer", f.offset);
+    capnp::ReaderOptions opts;
+    // Memory stays proportional to the frame: at most kMaxUnpackedWordsPerByte words of
+    // message per packed byte, and never more than kMaxChunkWords.
+    opts.traversalLimitInWords =
+        std::min<uint64_t>(kMaxChunkWords, 1024 + f.payload.size() * kMaxUnpackedWordsPerByte);
+    opts.nestingLimit = kNestingLimit;
+    try {
+      kj::ArrayInputStream in(kj::ArrayPtr<const kj::byte>(f.payload.data(), f.payload.size()));
+      capnp::PackedMessageReader msg(in, opts);
+      body(msg.getRoot<T>());
+      if (in.tryGetReadBuffer().size() != 0) {
+        throw Bad{fmt::format("{}: {} bytes after the message inside the frame", where_,
+                              in.tryGetReadBuffer().size())};
+      }
+    } catch (const kj::Exception& e) {
+      std::string d = e.getDescription().cStr();
+      for (char& c : d)
+        if (c == '\n') c = ' ';
+      throw Bad{fmt::format("{}: Cap'n Proto could not read it: {}", where_, d)};
+    }
+  }
+
+  [[noreturn]] void Fail(std::string_view what) { throw Bad{fmt::format("{}: {}", where_, what)}; }
+
+  void CheckString(uint32_t id, std::string_view field) {
+    if (id >= trace_.strings.size())
+      Fail(fmt::format("{} names string {}; expected a declared string id (< {})", field, id,
+                       trace_.strings.size()));
+  }
+
+  bool KnownGpu(uint32_t device) const {
+    if (trace_.header.gpus.empty()) return true;
+    for (const Gpu& g : trace_.header.gpus)
+      if (g.index == device) return true;
+    return false;
+  }
+
+  std::vector<ClockPair> ClockPairs(capnp::List<s::ClockPair>::Reader l, std::string_view field) {
+    std::vector<ClockPair> out;
+    for (auto c : l) {
+      if (!KnownGpu(c.getDevice()))
+        Fail(fmt::format("{} names device {}, which is not in the header's GPUs", field,
+                         c.getDevice()));
+      out.push_back({c.getDevice(), c.getCpuNs(), c.getGpuNs()});
+    }
+    return out;
+  }
+
+  void ReadHeader(s::Header::Reader h, const Frame&) {
+    Header& out = trace_.header;
+    out.format_version = h.getFormatVersion();
+    if (out.format_version != kFormatVersion)
+      Fail(fmt::format("header says format version {}, the preamble {}", out.format_version,
+                       kFormatVersion));
+    out.recorder_version = h.getRecorderVersion().cStr();
+    out.host = h.getHost().cStr();
+    out.pid = h.getPid();
+    out.rank = h.getRank();
+    for (auto t : h.getCommandLine()) out.command_line.emplace_back(t.cStr());
+    out.start_time_unix_ns = h.getStartTimeUnixNs();
+    out.start_cpu_ns = h.getStartCpuNs();
+    for (auto g : h.getGpus()) {
+      for (const Gpu& seen : out.gpus)
+        if (seen.index == g.getIndex())
+          Fail(fmt::format("GPU index {} appears twice; expected unique indices", g.getIndex()));
+      out.gpus.push_back({g.getIndex(), g.getName().cStr(), g.getUuid().cStr(), g.getMemoryBytes()});
+    }
+    out.clock_pairs = ClockPairs(h.getClockPairs(), "a clock pair");
+    for (auto t : h.getTunerClasses()) out.tuner_classes.emplace_back(t.cStr());
+  }
+
+  void ReadChunk(s::Chunk::Reader c) {
+    if (c.getFirstSeq() != trace_.events.size())
+      Fail(fmt::format("first sequence number {}; expected {} (the events before it)",
+                       c.getFirstSeq(), trace_.events.size()));
+    for (auto t : c.getStrings()) trace_.strings.emplace_back(t.cStr());
+    for (auto sh : c.getShapes()) {
+      LaunchShape out;
+      out.kernel = sh.getKernel();
+      CheckString(out.kernel, fmt::format("launch shape {}'s kernel", trace_.shapes.size()));
+      out.device = sh.getDevice();
+      if (!KnownGpu(out.device))
+        Fail(fmt::format("launch shape {} names device {}, which is not in the header's GPUs",
+                         trace_.shapes.size(), out.device));
+      out.stream = sh.getStream();
+      out.grid[0] = sh.getGridX();
+      out.grid[1] = sh.getGridY();
+      out.grid[2] = sh.getGridZ();
+      out.block[0] = sh.getBlockX();
+      out.block[1] = sh.getBlockY();
+      out.block[2] = sh.getBlockZ();
+      for (uint32_t d : {out.grid[0], out.grid[1], out.grid[2], out.block[0], out.block[1], out.block[2]})
+        if (d == 0)
+          Fail(fmt::format("launch shape {} has a zero grid or block dimension; expected >= 1",
+                           trace_.shapes.size()));
+      out.shared_bytes = sh.getSharedBytes();
+      trace_.shapes.push_back(out);
+    }
+    for (auto t : c.getThreads()) {
+      const uint32_t id = t.getId();
+      if (id == trace_.threads.size()) {
+        trace_.threads.push_back({id, t.getOsTid(), t.getName().cStr()});
+      } else if (id < trace_.threads.size()) {
+        trace_.threads[id].name = t.getName().cStr();
+      } else {
+        Fail(fmt::format("declares thread {}; expected the next id {} or an existing one", id,
+                         trace_.threads.size()));
+      }
+    }
+    auto tuners = c.getTuners();
+    uint32_t next_tuner = 0;
+    const uint64_t base = c.getBaseCpuNs();
+    auto events = c.getEvents();
+    if (trace_.events.capacity() < trace_.events.size() + events.size())  // geometric growth
+      trace_.events.reserve(std::max<size_t>(2 * trace_.events.capacity(),
+                                             trace_.events.size() + events.size()));
+    for (auto e : events) {
+      Event out;
+      out.seq = trace_.events.size();
+      out.thread = e.getThread();
+      out.cpu_ns = base + e.getCpuDeltaNs();
+      if (out.thread >= trace_.threads.size())
+        Fail(fmt::format("event {} names thread {}; expected a declared thread (< {})", out.seq,
+                         out.thread, trace_.threads.size()));
+      switch (e.which()) {
+        case s::Event::LAUNCH: {
+          auto g = e.getLaunch();
+          out.kind = EventKind::kLaunch;
+          out.shape = g.getShape();
+          out.correlation = g.getCorrelationId();
+          if (out.shape >= trace_.shapes.size())
+            Fail(fmt::format("event {} names launch shape {}; expected a declared shape (< {})",
+                             out.seq, out.shape, trace_.shapes.size()));
+          if (!launched_.Insert(out.correlation))
+            Fail(fmt::format("event {}: correlation id {} is used by an earlier launch; expected "
+                             "unique ids",
+                             out.seq, out.correlation));
+          ++counts_.launch_count;
+          break;
+        }
+        case s::Event::ACTIVITY: {
+          auto g = e.getActivity();
+          out.kind = EventKind::kActivity;
+          out.correlation = g.getCorrelationId();
+          out.gpu_start_ns = g.getGpuStartNs();
+          out.gpu_end_ns = g.getGpuEndNs();
+          if (!launched_.Contains(out.correlation))
+            Fail(fmt::format("event {}: kernel activity for correlation id {}, which no earlier "
+                             "launch has",
+                             out.seq, out.correlation));
+          if (out.gpu_start_ns != 0 && out.gpu_end_ns < out.gpu_start_ns)
+            Fail(fmt::format("event {}: GPU end {} before start {}", out.seq, out.gpu_end_ns,
+                             out.gpu_start_ns));
+          ++counts_.activity_count;
+          break;
+        }
+        case s::Event::SYNC: {
+          auto g = e.getSync();
+          out.kind = EventKind::kSync;
+          const auto k = static_cast<uint16_t>(g.getKind());
+          if (k > static_cast<uint16_t>(s::SyncKind::STREAM_WAIT_EVENT))
+            Fail(fmt::format("event {}: unknown sync kind {}", out.seq, k));
+          out.sync = static_cast<SyncKind>(k);
+          out.device = g.getDevice();
+          out.stream = g.getStream();
+          out.handle = g.getEvent();
+          break;
+        }
+        case s::Event::MEMOP: {
+          auto g = e.getMemop();
+          out.kind = EventKind::kMemOp;
+          const auto k = static_cast<uint16_t>(g.getKind());
+          if (k > static_cast<uint16_t>(s::MemKind::MEMSET))
+            Fail(fmt::format("event {}: unknown memory operation kind {}", out.seq, k));
+          out.mem = static_cast<MemKind>(k);
+          out.device = g.getDevice();
+          out.stream = g.getStream();
+          out.bytes = g.getBytes();
+          out.correlation = g.getMemCorrelationId();
+          break;
+        }
+        case s::Event::TUNER: {
+          out.kind = EventKind::kTuner;
+          if (next_tuner >= tuners.size())
+            Fail(fmt::format("event {} is tuner transition {} of the chunk, which lists only {}",
+                             out.seq, next_tuner, tuners.size()));
+          out.tuner = static_cast<uint32_t>(trace_.tuner_events.size());
+          trace_.tuner_events.push_back(ReadTuner(tuners[next_tuner++], out));
+          ++counts_.tuner_count;
+          break;
+        }
+        case s::Event::LOCK: {
+          auto g = e.getLock();
+          out.kind = EventKind::kLock;
+          const auto k = static_cast<uint16_t>(g.getKind());
+          if (k > static_cast<uint16_t>(s::LockKind::RELEASE))
+            Fail(fmt::format("event {}: unknown lock kind {}", out.seq, k));
+          out.lock = static_cast<LockKind>(k);
+          out.handle = g.getLock();
+          out.text = g.getLockName();
+          CheckString(out.text, fmt::format("event {}'s lock name", out.seq));
+          break;
+        }
+        case s::Event::NVTX: {
+          auto g = e.getNvtx();
+          out.kind = EventKind::kNvtx;
+          const auto k = static_cast<uint16_t>(g.getKind());
+          if (k > static_cast<uint16_t>(s::NvtxKind::RANGE_END))
+            Fail(fmt::format("event {}: unknown NVTX kind {}", out.seq, k));
+          out.nvtx = static_cast<NvtxKind>(k);
+          out.text = g.getMessage();
+          out.handle = g.getRangeId();
+          CheckString(out.text, fmt::format("event {}'s NVTX message", out.seq));
+          break;
+        }
+        default:
+          Fail(fmt::format("event {} has unknown kind {} (a newer recorder?)", out.seq,
+                           static_cast<unsigned>(e.which())));
+      }
+      trace_.events.push_back(out);
+    }
+    if (next_tuner != tuners.size())
+      Fail(fmt::format("lists {} tuner transitions but its events use {}", tuners.size(),
+                       next_tuner));
+  }
+
+  TunerEvent ReadTuner(s::TunerEvent::Reader t, const Event& ev) {
+    TunerEvent out;
+    out.tuner = t.getTuner();
+    out.tuner_class = t.getTunerClass();
+    CheckString(out.tuner_class, fmt::format("event {}'s tuner class", ev.seq));
+    out.kernel = t.getKernel();
+    CheckString(out.kernel, fmt::format("event {}'s kernel", ev.seq));
+    const auto kind = static_cast<uint16_t>(t.getKind());
+    if (kind > static_cast<uint16_t>(s::TunerEvent::Kind::DISK_CACHE))
+      Fail(fmt::format("event {}: unknown tuner transition {}", ev.seq, kind));
+    out.kind = static_cast<TunerKind>(kind);
+    const auto field = static_cast<uint16_t>(t.getField());
+    if (field > static_cast<uint16_t>(s::TunerEvent::Field::BENCH_TIME))
+      Fail(fmt::format("event {}: unknown tuner field {}", ev.seq, field));
+    out.field = static_cast<TunerField>(field);
+    out.key = t.getKey().cStr();
+    out.config = t.getConfig();
+    out.detail = t.getDetail().cStr();
+    for (auto c : t.getConfigs()) out.configs.emplace_back(c.cStr());
+    for (auto a : t.getArgNames()) out.arg_names.emplace_back(a.cStr());
+    for (uint32_t i : t.getRestoreValue()) {
+      if (i >= out.arg_names.size())
+        Fail(fmt::format("event {}: restore_value index {} is out of range of {} arguments",
+                         ev.seq, i, out.arg_names.size()));
+      out.restore_value.push_back(i);
+    }
+    for (uint32_t i : t.getResetToZero()) {
+      if (i >= out.arg_names.size())
+        Fail(fmt::format("event {}: reset_to_zero index {} is out of range of {} arguments",
+                         ev.seq, i, out.arg_names.size()));
+      out.reset_to_zero.push_back(i);
+    }
+    for (double d : t.getTimingsMs()) out.timings_ms.push_back(d);
+    out.repetitions = t.getRepetitions();
+    out.error_type = t.getErrorType().cStr();
+    out.error_message = t.getErrorMessage().cStr();
+    out.error_where = t.getErrorWhere().cStr();
+    // The config index must fit the call this thread has open on this tuner.
+    const auto call_key = std::make_pair(out.tuner, ev.thread);
+    if (out.kind == TunerKind::kCallBegin) {
+      open_calls_[call_key] = out.configs.size();
+    }
+    if (out.config < -1) Fail(fmt::format("event {}: config index {}", ev.seq, out.config));
+    if (out.config >= 0 && out.kind != TunerKind::kPrune) {
+      auto it = open_calls_.find(call_key);
+      if (it != open_calls_.end() && static_cast<size_t>(out.config) >= it->second)
+        Fail(fmt::format("event {}: config index {}; the call has {} configs", ev.seq,
+                         out.config, it->second));
+    }
+    return out;
+  }
+
+  void ReadFooter(s::Footer::Reader f) {
+    Footer& out = trace_.footer;
+    trace_.has_footer = true;
+    out.event_count = f.getEventCount();
+    out.launch_count = f.getLaunchCount();
+    out.activity_count = f.getActivityCount();
+    out.tuner_count = f.getTunerCount();
+    out.cupti_dropped = f.getCuptiDropped();
+    out.problems = f.getProblems();
+    out.complete = f.getComplete();
+    out.end_clock_pairs = ClockPairs(f.getEndClockPairs(), "an end clock pair");
+    auto check = [&](uint64_t said, uint64_t seen, const char* what) {
+      if (said != seen)
+        Fail(fmt::format("footer counts {} {}; the chunks hold {}", said, what, seen));
+    };
+    check(out.event_count, trace_.events.size(), "events");
+    check(out.launch_count, counts_.launch_count, "launches");
+    check(out.activity_count, counts_.activity_count, "kernel activity records");
+    check(out.tuner_count, counts_.tuner_count, "tuner transitions");
+  }
+
+  struct PairHash {
+    size_t operator()(const std::pair<uint64_t, uint32_t>& p) const {
+      return std::hash<uint64_t>()(p.first * 31 + p.second);
+    }
+  };
+
+  std::span<const uint8_t> bytes_;
+  std::string_view name_;
+  uint64_t pos_ = 0;
+  uint64_t frame_index_ = 0;
+  uint64_t cut_offset_ = 0, cut_have_ = 0, cut_need_ = 0;
+  std::string where_;
+  Footer counts_;
+  CorrelationSet launched_;
+  std::unordered_map<std::pair<uint64_t, uint32_t>, size_t, PairHash> open_calls_;
+};
+
+}  // namespace
+
+Result<Trace> ParseTrace(std::span<const uint8_t> bytes, std::string_view name) {
+  Parser p(bytes, name);
+  return p.Run();
+}
+
+Result<std::vector<uint8_t>> ReadFileBytes(const std::string& path) {
+  FILE* f = std::fopen(path.c_str(), "rb");
+  if (f == nullptr) {
+    return Error{fmt::format("{}: cannot open the trace: {}", path, std::strerror(errno)),
+                 kExitNoInput};
+  }
+  std::vector<uint8_t> bytes;
+  std::vector<uint8_t> block(1 << 20);
+  for (;;) {
+    const size_t n = std::fread(block.data(), 1, block.size(), f);
+    bytes.insert(bytes.end(), block.begin(), block.begin() + static_cast<std::ptrdiff_t>(n));
+    if (n < block.size()) break;
+  }
+  const bool failed = std::ferror(f) != 0;
+  std::fclose(f);
+  if (failed) {
+    return Error{fmt::format("{}: read failed: {}", path, std::strerror(errno)), kExitNoInput};
+  }
+  return bytes;
+}
+
+Result<Trace> ReadTrace(const std::string& path) {
+  auto bytes = ReadFileBytes(path);
+  if (!bytes) return bytes.error();
+  return ParseTrace(*bytes, path);
+}
+
+Result<std::vector<FrameInfo>> ListFrames(std::span<const uint8_t> bytes, std::string_view name) {
+  Parser p(bytes, name);
+  std::vector<FrameInfo> out;
+  if (bytes.size() < kPreambleBytes || std::memcmp(bytes.data(), kMagic.data(), kMagic.size()) != 0)
+    return Error{fmt::format("{}: byte 0: bad magic; expected \"RRTRACE\\n\"", name)};
+  uint64_t pos = kPreambleBytes;
+  while (pos + kFrameHeaderBytes <= bytes.size()) {
+    const uint32_t len = GetLe32(bytes.data() + pos);
+    if (bytes.size() - pos - kFrameHeaderBytes < len) break;
+    out.push_back({pos, len, bytes[pos + 4]});
+    pos += kFrameHeaderBytes + len;
+  }
+  return out;
+}
+
+}  // namespace rerace::traces

@@ -1,0 +1,195 @@
+// traces/src/synth.cc: writes a scenario as the trace a recorder would write.
+#include "rerace/traces/synth.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <functional>
+
+#include "rerace/traces/writer.h"
+
+namespace rerace::traces {
+
+namespace {
+
+// splitmix64: a tiny portable generator for synthetic durations (traces/ depends on nothing
+// of ours, so it does not borrow sim's Prng).
+uint64_t Mix(uint64_t& x) {
+  uint64_t z = (x += 0x9e3779b97f4a7c15ULL);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+// A duration around `mean`: mean * (0.5 .. 1.5), integer only.
+uint64_t Around(uint64_t& rng, uint64_t mean) {
+  return mean / 2 + (Mix(rng) % (mean + 1));
+}
+
+int IndexOf(const std::vector<std::string>& v, const std::string& s) {
+  auto it = std::find(v.begin(), v.end(), s);
+  return it == v.end() ? -1 : static_cast<int>(it - v.begin());
+}
+
+}  // namespace
+
+Result<void> ValidateScenario(const Scenario& s) {
+  auto bad = [](std::string m) { return Error{std::move(m), kExitUsage}; };
+  if (s.threads == 0 || s.threads > 4096) return bad("scenario: threads must be 1..4096");
+  if (s.tuners == 0 || s.tuners > 256) return bad("scenario: tuners must be 1..256");
+  if (s.configs == 0 || s.configs > 1024) return bad("scenario: configs must be 1..1024");
+  if (s.calls_per_thread > 10000) return bad("scenario: calls per thread must be at most 10000");
+  if (s.keys.empty()) return bad("scenario: at least one key value is needed");
+  if (s.arg_names.empty()) return bad("scenario: at least one argument name is needed");
+  if (s.repetitions == 0 || s.repetitions > 10000)
+    return bad("scenario: repetitions must be 1..10000");
+  if (s.gpus == 0 || s.gpus > 1024) return bad("scenario: gpus must be 1..1024");
+  if (s.bench_ns == 0 || s.kernel_ns == 0) return bad("scenario: durations must be positive");
+  for (const auto& n : s.restore_value)
+    if (IndexOf(s.arg_names, n) < 0)
+      return bad(fmt::format("scenario: restore_value names '{}', which is not an argument ({})",
+                             n, fmt::join(s.arg_names, ", ")));
+  for (const auto& n : s.reset_to_zero)
+    if (IndexOf(s.arg_names, n) < 0)
+      return bad(fmt::format("scenario: reset_to_zero names '{}', which is not an argument ({})",
+                             n, fmt::join(s.arg_names, ", ")));
+  return {};
+}
+
+Result<void> Synthesize(const Scenario& s, const std::string& path) {
+  if (auto v = ValidateScenario(s); !v) return v;
+  Header h;
+  h.recorder_version = "rerace-synth";
+  h.host = "synthetic";
+  h.pid = 1;
+  h.command_line = {"rerace", "synth", fmt::format("--seed={}", s.seed)};
+  h.start_cpu_ns = 1'000'000'000;
+  for (uint32_t g = 0; g < s.gpus; ++g) {
+    h.gpus.push_back({g, "Synthetic GPU", fmt::format("GPU-synthetic-{}", g), 80ull << 30});
+    h.clock_pairs.push_back({g, h.start_cpu_ns, h.start_cpu_ns});
+  }
+  h.tuner_classes = {s.tuner_class};
+  auto w = TraceWriter::Create(path, h);
+  if (!w) return w.error();
+  TraceWriter& tw = **w;
+
+  uint64_t rng = s.seed;
+  const uint32_t cls = tw.String(s.tuner_class);
+  std::vector<uint32_t> kernels;
+  std::vector<std::string> configs;
+  for (uint32_t c = 0; c < s.configs; ++c)
+    configs.push_back(fmt::format("BLOCK_N: {}, num_warps: {}, num_stages: {}", 32u << (c % 4),
+                                  2u << (c / 4 % 3), 1 + c % 2));
+  // Benchmark time per (tuner, config): what every thread measures, give or take noise.
+  std::vector<std::vector<uint64_t>> bench(s.tuners);
+  for (uint32_t t = 0; t < s.tuners; ++t) {
+    kernels.push_back(tw.String(t == 0 ? "l2norm_fwd_kernel" : fmt::format("tuned_kernel_{}", t)));
+    for (uint32_t c = 0; c < s.configs; ++c) bench[t].push_back(Around(rng, s.bench_ns));
+  }
+  const uint32_t other = tw.String("elementwise_kernel");
+  std::vector<uint32_t> restore_idx, reset_idx;
+  for (const auto& n : s.restore_value) restore_idx.push_back(static_cast<uint32_t>(IndexOf(s.arg_names, n)));
+  for (const auto& n : s.reset_to_zero) reset_idx.push_back(static_cast<uint32_t>(IndexOf(s.arg_names, n)));
+
+  // Each thread's events as a list of steps; then the threads advance one step each in turn.
+  struct Step {
+    std::function<void(uint32_t thread, uint64_t cpu)> emit;
+  };
+  std::vector<std::vector<Step>> steps(s.threads);
+  uint32_t correlation = 1;
+  std::vector<uint32_t> ids;
+  for (uint32_t t = 0; t < s.threads; ++t)
+    ids.push_back(tw.AddThread(1000 + t, fmt::format("ThreadPoolExecutor-0_{}", t)));
+
+  for (uint32_t t = 0; t < s.threads; ++t) {
+    const uint32_t device = t % s.gpus;
+    const uint64_t stream = 7 + t;  // each thread its own stream, as torch's pool threads do
+    auto launch = [&tw, &steps, t, device, stream, &correlation](uint32_t kernel, uint64_t dur, uint32_t grid) {
+      const uint32_t corr = correlation++;
+      LaunchShape sh;
+      sh.kernel = kernel;
+      sh.device = device;
+      sh.stream = stream;
+      sh.grid[0] = grid;
+      sh.block[0] = 128;
+      const uint32_t shape = tw.Shape(sh);
+      steps[t].push_back({[&tw, shape, corr, dur](uint32_t th, uint64_t cpu) {
+        tw.AppendLaunch(th, cpu, shape, corr);
+        tw.AppendActivity(th, cpu + 3000, corr, cpu + 5000, cpu + 5000 + dur);
+      }});
+    };
+    auto tuner = [&tw, &steps, t](TunerEvent e) {
+      steps[t].push_back({[&tw, e](uint32_t th, uint64_t cpu) { tw.AppendTuner(th, cpu, e); }});
+    };
+    for (uint32_t o = 0; o < s.other_launches; ++o) launch(other, Around(rng, s.kernel_ns), 64);
+    for (uint32_t call = 0; call < s.calls_per_thread; ++call) {
+      const uint32_t tn = call % s.tuners;
+      const std::string& key = s.keys[(t + call) % s.keys.size()];
+      TunerEvent base;
+      base.tuner = 0x7f0000001000ull + tn * 0x100;
+      base.tuner_class = cls;
+      base.kernel = kernels[tn];
+      base.key = key;
+      TunerEvent begin = base;
+      begin.kind = TunerKind::kCallBegin;
+      begin.configs = configs;
+      begin.arg_names = s.arg_names;
+      begin.restore_value = restore_idx;
+      begin.reset_to_zero = reset_idx;
+      tuner(begin);
+      for (uint32_t c = 0; c < s.configs; ++c) {
+        TunerEvent bb = base;
+        bb.kind = TunerKind::kBenchBegin;
+        bb.config = static_cast<int32_t>(c);
+        tuner(bb);
+        for (uint32_t r = 0; r < s.repetitions; ++r) {
+          TunerEvent pre = base;
+          pre.kind = TunerKind::kPreHook;
+          pre.config = static_cast<int32_t>(c);
+          tuner(pre);
+          launch(kernels[tn], bench[tn][c] + Mix(rng) % 512, 256);
+          TunerEvent post = pre;
+          post.kind = TunerKind::kPostHook;
+          tuner(post);
+        }
+        TunerEvent be = base;
+        be.kind = TunerKind::kBenchEnd;
+        be.config = static_cast<int32_t>(c);
+        const double ms = static_cast<double>(bench[tn][c]) / 1e6;
+        be.timings_ms = {ms, ms * 0.97, ms * 1.04};
+        be.repetitions = s.repetitions;
+        tuner(be);
+      }
+      const auto best = static_cast<int32_t>(
+          std::min_element(bench[tn].begin(), bench[tn].end()) - bench[tn].begin());
+      TunerEvent fl = base;
+      fl.kind = TunerKind::kLaunch;
+      fl.config = best;
+      tuner(fl);
+      launch(kernels[tn], Around(rng, s.kernel_ns), 256);
+      TunerEvent end = base;
+      end.kind = TunerKind::kCallEnd;
+      end.config = best;
+      tuner(end);
+    }
+  }
+  // Threads advance one step each in turn; the CPU clock moves 2 us per step.
+  uint64_t cpu = h.start_cpu_ns + 10'000;
+  size_t longest = 0;
+  for (const auto& v : steps) longest = std::max(longest, v.size());
+  for (size_t i = 0; i < longest; ++i) {
+    for (uint32_t t = 0; t < s.threads; ++t) {
+      if (i >= steps[t].size()) continue;
+      steps[t][i].emit(ids[t], cpu);
+      cpu += 2000;
+    }
+    if (tw.pending_events() >= 4096) {
+      if (auto r = tw.Flush(); !r) return r;
+    }
+  }
+  Footer f;
+  for (uint32_t g = 0; g < s.gpus; ++g) f.end_clock_pairs.push_back({g, cpu, cpu});
+  return tw.Finish(f);
+}
+
+}  // namespace rerace::traces
