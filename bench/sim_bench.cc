@@ -5,7 +5,7 @@
 #include <boost/context/fiber.hpp>
 #include <memory>
 
-#include "../sim/src/fiber.h"
+#include "rerace/sim/stack_pool.h"
 #include "rerace/sim/scheduler.h"
 #include "rerace/sim/strategy.h"
 
@@ -34,7 +34,7 @@ static void RunPoints(benchmark::State& state, MakeStrategy make) {
   const int per_thread = 200'000 / threads;
   uint64_t steps = 0;
   uint64_t seed = 1;
-  detail::StackPool pool;  // shared across runs, as a fuzz campaign shares it
+  StackPool pool;  // shared across runs, as a fuzz campaign shares it
   for (auto _ : state) {
     state.PauseTiming();
     std::unique_ptr<Strategy> s = make(seed++);

@@ -30,7 +30,7 @@
 
 namespace ctx = boost::context;
 
-namespace rerace::sim::detail {
+namespace rerace::sim {
 
 namespace {
 size_t PageSize() {
@@ -74,6 +74,10 @@ void* StackPool::Allocate() {
 }
 
 void StackPool::Release(void* bottom) { free_.push_back(bottom); }
+
+}  // namespace rerace::sim
+
+namespace rerace::sim::detail {
 
 namespace {
 // Boost.Context stack allocator drawing from a StackPool.

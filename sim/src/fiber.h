@@ -17,26 +17,12 @@
 #include <memory>
 #include <vector>
 
+#include "rerace/sim/stack_pool.h"
+
 namespace rerace::sim::detail {
 
-class StackPool {
- public:
-  // size 0: the default (256 KiB, or 2 MiB under sanitizers, whose frames are larger).
-  explicit StackPool(size_t size = 0);
-  ~StackPool();
-  StackPool(const StackPool&) = delete;
-  StackPool& operator=(const StackPool&) = delete;
+using rerace::sim::StackPool;
 
-  size_t stack_size() const { return size_; }
-  // Returns the lowest usable address of a stack of stack_size() bytes.
-  void* Allocate();
-  void Release(void* bottom);
-
- private:
-  size_t size_;
-  std::vector<void*> free_;
-  std::vector<void*> all_;
-};
 
 class Fiber {
  public:

@@ -97,10 +97,10 @@ struct Scheduler::Thread {
 
 Scheduler::Scheduler(Strategy& strategy) : Scheduler(strategy, Options{}) {}
 
-Scheduler::Scheduler(Strategy& strategy, Options options, detail::StackPool* pool)
+Scheduler::Scheduler(Strategy& strategy, Options options, StackPool* pool)
     : strategy_(strategy), options_(options), pool_(pool) {
   if (pool_ == nullptr) {
-    own_pool_ = std::make_unique<detail::StackPool>(options_.stack_size);
+    own_pool_ = std::make_unique<StackPool>(options_.stack_size);
     pool_ = own_pool_.get();
   }
   objects_.emplace_back("");  // id 0: no object

@@ -88,3 +88,81 @@ TEST(Cli, SynthRejectsABadScenarioWithExit64) {
 }
 
 }  // namespace
+
+namespace {
+
+std::string Sample() {
+  const char* src = std::getenv("RERACE_SOURCE");
+  return std::string(src ? src : ".") + "/traces/samples/synth-h200-shape.rrt";
+}
+
+TEST(CliReplay, FailingSeedExitsOneAndNamesTheKeyError) {
+  const CliRun r = Rerace("replay " + Sample() + " --seed 3");
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("KeyError: 'y_ptr'"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("at triton/runtime/autotuner.py:74 in _post_hook"), std::string::npos);
+}
+
+TEST(CliReplay, SavedScheduleReplaysWithoutTheSeed) {
+  const std::string sched = ::testing::TempDir() + "/cli.sched";
+  const CliRun a = Rerace("replay " + Sample() + " --seed 3 --save-schedule " + sched);
+  ASSERT_EQ(a.code, 1);
+  const CliRun b = Rerace("replay " + Sample() + " --schedule " + sched);
+  EXPECT_EQ(b.code, 1);
+  // Same failure, same step: compare the FAILED line.
+  auto failed_line = [](const std::string& s) { return s.substr(s.find("FAILED"), s.find('\n', s.find("FAILED")) - s.find("FAILED")); };
+  EXPECT_EQ(failed_line(a.out), failed_line(b.out));
+  std::remove(sched.c_str());
+}
+
+TEST(CliReplay, UnknownFixIsExit64) {
+  const CliRun r = Rerace("check " + Sample() + " --fix lock-everything");
+  EXPECT_EQ(r.code, 64);
+  EXPECT_NE(r.out.find("unknown fix 'lock-everything'"), std::string::npos) << r.out;
+}
+
+TEST(CliReplay, UnknownStrategyIsExit64) {
+  EXPECT_EQ(Rerace("replay " + Sample() + " --strategy chaos").code, 64);
+}
+
+TEST(CliReplay, MissingScheduleIsExit66) {
+  const CliRun r = Rerace("replay " + Sample() + " --schedule /no/such.sched");
+  EXPECT_EQ(r.code, 66);
+  EXPECT_NE(r.out.find("/no/such.sched: cannot open the schedule"), std::string::npos);
+}
+
+TEST(CliReplay, CheckHoldsIsExitZeroAndFailsIsExitOne) {
+  const CliRun holds = Rerace("check " + Sample() + " --fix lock-run --runs 200");
+  EXPECT_EQ(holds.code, 0) << holds.out;
+  EXPECT_NE(holds.out.find("verdict: fix 'lock-run' holds for every schedule tried: 200 explored"),
+            std::string::npos);
+  const CliRun fails = Rerace("check " + Sample() + " --fix tls-nargs --runs 200");
+  EXPECT_EQ(fails.code, 1) << fails.out;
+  EXPECT_NE(fails.out.find("verdict: fix 'tls-nargs' FAILS"), std::string::npos);
+}
+
+TEST(CliReplay, FuzzSavesOneScheduleFilePerDistinctFailure) {
+  const std::string dir = ::testing::TempDir() + "/cli-fuzz";
+  const CliRun r = Rerace("fuzz " + Sample() + " --runs 100 --save-failures " + dir);
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("in-param-not-in-cache at triton/runtime/autotuner.py:74"), std::string::npos);
+  EXPECT_NE(r.out.find(dir + "/synth-h200-shape-1.sched"), std::string::npos) << r.out;
+  const CliRun again = Rerace("replay " + Sample() + " --schedule " + dir + "/synth-h200-shape-1.sched");
+  EXPECT_EQ(again.code, 1) << again.out;
+}
+
+TEST(CliReplay, BadTimeBudgetIsExit64) {
+  const CliRun r = Rerace("fuzz " + Sample() + " --time soon");
+  EXPECT_EQ(r.code, 64);
+  EXPECT_NE(r.out.find("--time 'soon'"), std::string::npos) << r.out;
+}
+
+TEST(CliReplay, JsonIsOneObjectPerRun) {
+  const CliRun r = Rerace("replay " + Sample() + " --seed 3 --json");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(r.out.front(), '{');
+  EXPECT_NE(r.out.find("\"code\":\"in-param-not-in-cache\""), std::string::npos);
+  EXPECT_NE(r.out.find("\"schedule\":\"rs1:"), std::string::npos);
+}
+
+}  // namespace

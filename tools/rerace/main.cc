@@ -20,6 +20,7 @@ int main(int argc, char** argv) {
   rerace::tools::CommandTable table;
   rerace::tools::RegisterClassic(app, table);
   rerace::tools::RegisterTraceCommands(app, table);
+  rerace::tools::RegisterReplayCommands(app, table);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -1,25 +1,34 @@
 #!/usr/bin/env bash
-# make demo: rerace finds a classic race with a seeded strategy, saves the schedule, and
-# replays the failure from the schedule alone.
+# make demo: replay the bundled trace under a seed and show the KeyError, replay it again from
+# its saved schedule alone, replay the recorded order, then the verdict of each fix.
 set -uo pipefail
 rerace=${1:-build/bin/rerace}
+trace=traces/samples/synth-h200-shape.rrt
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 say() { printf '\n\033[1m$ %s\033[0m\n' "$*"; }
+expect() { # expect CODE what
+  [ "$1" -eq "$2" ] || { echo "demo: expected exit $2 from $3, got $1"; exit 1; }
+}
 
-say rerace classic lost-update --strategy pct --pct-depth 2 --pct-steps 13 --runs 100 --save-schedule "$out/lost-update.sched"
-"$rerace" classic lost-update --strategy pct --pct-depth 2 --pct-steps 13 --runs 100 \
-  --save-schedule "$out/lost-update.sched"
-[ $? -eq 1 ] || { echo "demo: expected the race to be found (exit 1)"; exit 1; }
+say rerace show "$trace"
+"$rerace" show "$trace" | head -12
+echo "  ..."
 
-say cat "$out/lost-update.sched"
-cat "$out/lost-update.sched"
+say rerace replay "$trace" --seed 3 --save-schedule "$out/keyerror.sched"
+"$rerace" replay "$trace" --seed 3 --save-schedule "$out/keyerror.sched"
+expect $? 1 "replay --seed 3"
 
-say rerace classic lost-update --schedule "$out/lost-update.sched"
-"$rerace" classic lost-update --schedule "$out/lost-update.sched"
-[ $? -eq 1 ] || { echo "demo: expected the replay to fail the same way (exit 1)"; exit 1; }
+say rerace replay "$trace" --schedule "$out/keyerror.sched" "| head -5   # no seed: the schedule alone"
+"$rerace" replay "$trace" --schedule "$out/keyerror.sched" | head -5
 
-say rerace classic lost-update --strategy round-robin --runs 100
-"$rerace" classic lost-update --strategy round-robin --runs 100
+say rerace replay "$trace" --recorded "| head -12"
+"$rerace" replay "$trace" --recorded | head -12
+
+for fix in none tls-nargs lock-run call-local lock-key-future prewarm owner-thread; do
+  say rerace check "$trace" --fix "$fix" "| grep -E 'verdict|FAILED|cost|^  [A-Z]'"
+  "$rerace" check "$trace" --fix "$fix" | grep -E 'verdict|FAILED|cost|^  [A-Z][a-zA-Z]*Error'
+done
 echo
-echo "demo: the race was found by PCT, replayed from its schedule, and missed by round-robin."
+echo "demo: the H200's verdicts, reproduced on a CPU: unpatched fails (KeyError: 'y_ptr'),"
+echo "demo: thread-local nargs (triton issue 11494) still fails, a lock around Autotuner.run holds."

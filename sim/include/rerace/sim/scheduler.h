@@ -47,9 +47,9 @@
 
 namespace rerace::sim {
 
+class StackPool;
 namespace detail {
 class Fiber;
-class StackPool;
 }  // namespace detail
 
 class Strategy;
@@ -177,7 +177,7 @@ class Scheduler {
   // `strategy` must outlive the Scheduler. `pool`, if given, supplies fiber stacks and must
   // outlive it too; pass one pool to many runs to reuse stacks (see StackPool).
   explicit Scheduler(Strategy& strategy);
-  Scheduler(Strategy& strategy, Options options, detail::StackPool* pool = nullptr);
+  Scheduler(Strategy& strategy, Options options, StackPool* pool = nullptr);
   ~Scheduler();
   Scheduler(const Scheduler&) = delete;
   Scheduler& operator=(const Scheduler&) = delete;
@@ -207,6 +207,8 @@ class Scheduler {
   void AdvanceTo(Nanos t);
   void SleepFor(Nanos d, const char* label = "sleep_for");
   ThreadId CurrentThread() const { return current_; }
+  // The step being taken (while a thread runs) or the number taken (after Run).
+  uint64_t step() const { return step_; }
   Nanos Now() const;  // the current thread's clock
 
   // The scheduler running on this OS thread, or nullptr outside Run().
@@ -228,8 +230,8 @@ class Scheduler {
 
   Strategy& strategy_;
   Options options_;
-  std::unique_ptr<detail::StackPool> own_pool_;
-  detail::StackPool* pool_;
+  std::unique_ptr<StackPool> own_pool_;
+  StackPool* pool_;
   std::vector<std::unique_ptr<Thread>> threads_;
   std::vector<ThreadId> runnable_;
   std::vector<Nanos> clocks_;

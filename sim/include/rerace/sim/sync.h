@@ -39,6 +39,13 @@ class Shared {
     s_.Point({Access::kRead, id_, label});
     return value_;
   }
+  // Fiber only. A read point, then `f(value)` on the value in place (no copy): for reads of
+  // containers, where a copy would allocate on every step.
+  template <typename F>
+  auto ReadWith(F&& f, const char* label = "read") {
+    s_.Point({Access::kRead, id_, label});
+    return f(static_cast<const T&>(value_));
+  }
   // Fiber only. A write point, then the write.
   void Write(T v, const char* label = "write") {
     s_.Point({Access::kWrite, id_, label});

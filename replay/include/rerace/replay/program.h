@@ -1,0 +1,91 @@
+// rerace/replay/program.h: a trace turned into one program per recorded host thread.
+//
+// Replay re-executes; it does not reorder recorded events. Each thread's program is what the
+// thread asked for, in its recorded order: tuner calls (the tuner object, kernel, key,
+// configs, in-parameters by name and index, restore_value / reset_to_zero, the recorded
+// benchmark time of each config), its own kernel launches with their recorded durations,
+// synchronizations, and the locks it took. Launches made inside a tuner call (benchmark
+// repetitions, the final launch) belong to the call: the tuner model re-issues them.
+//
+// The recording's own order is kept beside the programs: per thread, the tuner transitions
+// with their global sequence numbers (for `replay --recorded`), and the failures recorded.
+//
+// Plain values; built once, read by many runs (from one thread at a time).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "rerace/base/result.h"
+#include "rerace/traces/trace.h"
+
+namespace rerace::replay {
+
+using Nanos = uint64_t;
+
+struct TunerCall {
+  uint64_t tuner = 0;          // identity of the tuner object
+  std::string tuner_class;
+  std::string kernel;
+  std::string key;
+  std::vector<std::string> configs;
+  std::vector<std::string> arg_names;
+  std::vector<uint32_t> restore_value;  // indices into arg_names
+  std::vector<uint32_t> reset_to_zero;
+  std::vector<Nanos> bench_ns;          // per config: one repetition's recorded time
+  std::vector<uint32_t> bench_reps;     // per config: recorded repetitions (do_bench)
+  Nanos launch_ns = 0;                  // the final launch's recorded duration
+  uint32_t device = 0;
+  uint64_t stream = 0;
+};
+
+struct Op {
+  enum class Kind : uint8_t { kTunerCall, kLaunch, kSync, kLockAcquire, kLockRelease };
+  Kind kind = Kind::kLaunch;
+  uint32_t call = 0;       // kTunerCall: index into Program::calls
+  uint32_t device = 0;     // kLaunch / kSync
+  uint64_t stream = 0;
+  Nanos duration = 0;      // kLaunch
+  std::string kernel;      // kLaunch
+  traces::SyncKind sync = traces::SyncKind::kContext;
+  uint64_t lock = 0;       // kLock*: identity
+  std::string lock_name;
+  uint64_t seq = 0;        // the recorded event it came from
+};
+
+// One recorded tuner transition of a thread, in that thread's order.
+struct RecordedTransition {
+  traces::TunerKind kind;
+  int32_t config;
+  uint64_t seq;            // global position in the trace
+};
+
+struct RecordedFailure {
+  uint64_t seq = 0;
+  std::string type, message, where;
+};
+
+struct ThreadProgram {
+  uint32_t thread = 0;     // trace thread id
+  std::string name;
+  std::vector<Op> ops;
+  std::vector<RecordedTransition> transitions;
+  std::vector<RecordedFailure> failures;
+};
+
+struct Program {
+  std::string source;                   // the trace's path, for reports
+  std::vector<ThreadProgram> threads;   // only threads that did something replay models
+  std::vector<TunerCall> calls;
+  std::vector<std::string> tuner_classes;  // seen, in order of first call
+  Nanos recorded_span_ns = 0;           // CPU time from the first to the last event
+  bool truncated = false;
+};
+
+// Builds the programs. Errors (exit 65) name the trace and event: a tuner call that never
+// says which configs it has, a transition outside a call, a config index out of range.
+Result<Program> BuildProgram(const traces::Trace& trace, const std::string& source);
+
+}  // namespace rerace::replay

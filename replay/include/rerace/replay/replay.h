@@ -1,0 +1,114 @@
+// rerace/replay/replay.h: the recorded threads run again, under a chosen interleaving.
+//
+// Overview. A `Program` (program.h) holds one program per recorded host thread. `Replayer`
+// runs them as fibers on a `sim::Scheduler`: each tuner call is re-executed step by step by a
+// tuner model (Triton 3.6's Autotuner, or FLA's CachedAutotuner over it) against simulated
+// shared state, where every read and write of a shared field (`nargs`, `cache`,
+// `restore_copies`, `best_config`, `configs_timings`, `bench_time`) is a scheduling point
+// labelled with the Triton source line it stands for. Launches run on a virtual GPU timed by
+// the recorded kernel durations. A `Fix` (fix.h) changes the model.
+//
+// Failures are reported as the real program raises them, and in rerace's words:
+//   in-param-not-in-cache  KeyError: 'y_ptr' in _post_hook (crash; the thread's call ends)
+//   nargs-none             TypeError on None nargs (crash)
+//   wrong-restore          a thread restores another thread's saved copy (silent)
+//   config-mismatch        a launch runs with a config another thread's key selected (silent)
+//   deadlock, step-bound, divergence (from the scheduler)
+// and, as warnings, duplicate tuning of one key. As in the real program, a crash ends the
+// calling thread's task, not the others; silent corruption ends nothing. A run reports every
+// finding, first by step.
+//
+// Determinism: the result depends only on the program, the options and the strategy's
+// choices. Replayer is used from one thread; it reuses fiber stacks across runs.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "rerace/replay/fix.h"
+#include "rerace/replay/program.h"
+#include "rerace/sim/scheduler.h"
+#include "rerace/sim/strategy.h"
+
+namespace rerace::sim {
+class StackPool;
+}
+
+namespace rerace::replay {
+
+struct ReplayOptions {
+  Fix fix;
+  std::string model = "auto";   // auto (from the trace's tuner class), triton, fla
+  uint32_t reps = 1;            // do_bench repetitions executed per config; 0: as recorded
+  uint64_t max_steps = 2'000'000;
+  Nanos launch_cpu_ns = 4'000;  // CPU time a launch costs its thread
+};
+
+struct Finding {
+  std::string code;        // "in-param-not-in-cache", "nargs-none", "wrong-restore", ...
+  bool silent = false;     // the real program raises nothing
+  uint32_t thread = 0;     // replay thread index (sim::kNoThread for deadlock / step bound)
+  std::string thread_name;
+  uint64_t step = 0;
+  std::string type;        // as Python raises it: "KeyError"
+  std::string message;     // "'y_ptr'"
+  std::string where;       // "triton/runtime/autotuner.py:74 in _post_hook"
+  std::string words;       // rerace's explanation
+  uint32_t other = UINT32_MAX;  // the thread whose write led to it, if known
+};
+
+struct DuplicateTuning {
+  std::string kernel;
+  std::string key;
+  uint32_t threads = 0;
+  Nanos wasted_gpu_ns = 0;
+};
+
+struct ReplayResult {
+  std::string strategy;
+  std::string fix;
+  std::string model;
+  sim::RunResult run;
+  std::vector<Finding> findings;          // by step
+  std::vector<DuplicateTuning> duplicates;
+  Nanos makespan = 0;                     // simulated step time
+  uint64_t left_recording = 0;            // --recorded: transitions the model could not match
+  bool failed() const { return !findings.empty(); }
+  // Distinct failure signature, for fuzz's de-duplication: codes and where, not thread ids.
+  std::string Signature() const;
+};
+
+class Replayer {
+ public:
+  // REQUIRES: `program` outlives the Replayer.
+  Replayer(const Program& program, ReplayOptions options);
+  ~Replayer();
+
+  // One run under `strategy`.
+  ReplayResult Run(sim::Strategy& strategy);
+  // The recorded interleaving: the thread whose next recorded transition comes first runs.
+  // Repetitions as recorded.
+  ReplayResult RunRecorded();
+
+  const Program& program() const { return program_; }
+  const ReplayOptions& options() const { return options_; }
+  std::string ModelName() const;
+
+ private:
+  ReplayResult RunWith(sim::Strategy& strategy, const std::vector<uint64_t>* anchors,
+                       std::vector<uint64_t>* anchor_out, uint32_t reps);
+  const Program& program_;
+  ReplayOptions options_;
+  std::unique_ptr<sim::StackPool> pool_;
+};
+
+// The text report: the failure first (as Python raised it, then in rerace's words), each
+// involved thread's last steps, the simulated step time, warnings, how to replay it.
+std::string FormatReport(const ReplayResult& r, const Program& p, const std::string& replay_hint);
+std::string FormatJson(const ReplayResult& r, const Program& p);
+std::string JsonEscape(const std::string& s);
+
+}  // namespace rerace::replay

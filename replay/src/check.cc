@@ -1,0 +1,49 @@
+// replay/src/check.cc: the verdict of a fix.
+#include "rerace/replay/check.h"
+
+#include <memory>
+
+namespace rerace::replay {
+
+Verdict CheckFix(const Program& program, const ReplayOptions& options, uint64_t runs,
+                 uint64_t seed) {
+  Verdict v;
+  Replayer rep(program, options);
+  {
+    sim::RoundRobin rr(1'000'000);
+    v.pct_steps = std::max<uint64_t>(rep.Run(rr).run.steps, 1);
+  }
+  for (uint64_t i = 0; i < runs; ++i) {
+    const uint64_t s = seed + i;
+    std::unique_ptr<sim::Strategy> strategy;
+    switch (i % 3) {
+      case 0: strategy = std::make_unique<sim::RandomWalk>(s); break;
+      case 1: strategy = std::make_unique<sim::Pct>(s, 2, v.pct_steps); break;
+      default: strategy = std::make_unique<sim::Pct>(s, 3, v.pct_steps); break;
+    }
+    ReplayResult r = rep.Run(*strategy);
+    ++v.explored;
+    if (r.failed()) {
+      v.holds = false;
+      v.counterexample = std::move(r);
+      v.counterexample_seed = s;
+      break;
+    }
+  }
+  sim::Timed timed_fix(0);
+  const ReplayResult with_fix = rep.Run(timed_fix);
+  v.makespan_fix = with_fix.makespan;
+  if (with_fix.failed()) v.fix_timed_failure = with_fix.findings.front().code;
+  v.duplicates_fix = with_fix.duplicates;
+  ReplayOptions none = options;
+  none.fix = Fix{};
+  Replayer base(program, none);
+  sim::Timed timed_none(0);
+  const ReplayResult without = base.Run(timed_none);
+  v.makespan_none = without.makespan;
+  if (without.failed()) v.none_timed_failure = without.findings.front().code;
+  v.makespan_recorded = base.RunRecorded().makespan;
+  return v;
+}
+
+}  // namespace rerace::replay

@@ -1,0 +1,216 @@
+// replay/src/replay.cc: Replayer (one run of the programs under a strategy), the recorded
+// order as a strategy, and the reports.
+#include "rerace/replay/replay.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <set>
+
+#include "rerace/sim/stack_pool.h"
+#include "world.h"
+
+namespace rerace::replay {
+
+namespace {
+
+// The recorded interleaving: the runnable thread whose pending point belongs to the earliest
+// recorded transition runs; a thread keeps running while its next point belongs to the same
+// transition. Consumes no randomness.
+class RecordedOrder final : public sim::Strategy {
+ public:
+  explicit RecordedOrder(const std::vector<uint64_t>& anchors) : anchors_(anchors) {}
+  sim::ThreadId Pick(const sim::Choice& c) override {
+    auto anchor = [&](sim::ThreadId t) { return t < anchors_.size() ? anchors_[t] : UINT64_MAX; };
+    sim::ThreadId best = c.runnable.front();
+    for (sim::ThreadId t : c.runnable) {
+      if (anchor(t) < anchor(best)) best = t;
+    }
+    if (c.previous != sim::kNoThread && anchor(c.previous) == anchor(best) &&
+        std::binary_search(c.runnable.begin(), c.runnable.end(), c.previous))
+      return c.previous;
+    return best;
+  }
+  std::string Name() const override { return "recorded"; }
+
+ private:
+  const std::vector<uint64_t>& anchors_;
+};
+
+bool IsFla(const std::string& cls) {
+  return cls.find("CachedAutotuner") != std::string::npos || cls.rfind("fla.", 0) == 0;
+}
+
+}  // namespace
+
+std::string ReplayResult::Signature() const {
+  std::set<std::string> parts;
+  for (const Finding& f : findings) parts.insert(f.code + "@" + f.where);
+  std::string out;
+  for (const auto& p : parts) out += (out.empty() ? "" : " + ") + p;
+  return out;
+}
+
+Replayer::Replayer(const Program& program, ReplayOptions options)
+    : program_(program), options_(std::move(options)), pool_(std::make_unique<sim::StackPool>()) {}
+
+Replayer::~Replayer() = default;
+
+std::string Replayer::ModelName() const {
+  if (options_.model != "auto") return options_.model;
+  for (const std::string& c : program_.tuner_classes)
+    if (IsFla(c)) return "fla";
+  return "triton";
+}
+
+ReplayResult Replayer::Run(sim::Strategy& strategy) {
+  return RunWith(strategy, nullptr, nullptr, options_.reps);
+}
+
+ReplayResult Replayer::RunRecorded() {
+  std::vector<uint64_t> anchors;
+  RecordedOrder strategy(anchors);
+  return RunWith(strategy, &anchors, &anchors, 0);
+}
+
+ReplayResult Replayer::RunWith(sim::Strategy& strategy, const std::vector<uint64_t>* anchors_in,
+                               std::vector<uint64_t>* anchors_out, uint32_t reps) {
+  sim::Scheduler::Options so;
+  so.max_steps = options_.max_steps;
+  sim::Scheduler sched(strategy, so, pool_.get());
+  detail::World world(sched, program_, options_, reps, ModelName() == "fla", anchors_in,
+                      anchors_out);
+  for (uint32_t t = 0; t < program_.threads.size(); ++t)
+    sched.Spawn(program_.threads[t].name, [&world, t] { world.RunThread(t); });
+  if (options_.fix.prewarm)
+    world.prewarm_thread = sched.Spawn("prewarm", [&world] { world.RunPrewarm(); });
+  if (options_.fix.owner_thread) {
+    std::set<uint32_t> devices;
+    for (const TunerCall& c : program_.calls) devices.insert(c.device);
+    for (uint32_t d : devices)
+      world.owner_thread[d] =
+          sched.Spawn(fmt::format("GPU {} owner", d), [&world, d] { world.RunOwner(d); });
+  }
+  ReplayResult r;
+  r.strategy = strategy.Name();
+  r.fix = options_.fix.name;
+  r.model = ModelName();
+  r.run = sched.Run();
+  world.Finalize(r);
+  return r;
+}
+
+std::string JsonEscape(const std::string& s) {
+  std::string out;
+  for (char ch : s) {
+    const auto c = static_cast<unsigned char>(ch);
+    switch (ch) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        if (c < 0x20) out += fmt::format("\\u{:04x}", c);
+        else out += ch;
+    }
+  }
+  return out;
+}
+
+namespace {
+std::string Ms(Nanos ns) { return fmt::format("{:.3f} ms", static_cast<double>(ns) / 1e6); }
+}  // namespace
+
+std::string FormatReport(const ReplayResult& r, const Program& p, const std::string& replay_hint) {
+  std::string out;
+  out += fmt::format("replay of {} (model {}, fix {}, strategy {})\n", p.source, r.model, r.fix,
+                     r.strategy);
+  if (r.findings.empty()) {
+    out += "ok: no failure in this schedule\n";
+  } else {
+    std::set<uint32_t> involved;
+    const Finding& first = r.findings.front();
+    if (first.thread == sim::kNoThread) {
+      out += fmt::format("FAILED: {} at step {}\n", first.code, first.step);
+    } else {
+      out += fmt::format("FAILED: {} in thread {} ({}) at step {}\n", first.code, first.thread,
+                         first.thread_name, first.step);
+    }
+    if (first.silent) {
+      out += "  the real program raises nothing (silent corruption)\n";
+    } else {
+      out += fmt::format("  {}: {}\n", first.type, first.message);
+    }
+    if (!first.where.empty()) out += fmt::format("    at {}\n", first.where);
+    if (!first.words.empty()) out += fmt::format("  {}\n", first.words);
+    if (first.thread != sim::kNoThread) involved.insert(first.thread);
+    if (first.other != UINT32_MAX) involved.insert(first.other);
+    constexpr size_t kAlso = 8;
+    for (size_t i = 1; i < r.findings.size() && i <= kAlso; ++i) {
+      const Finding& f = r.findings[i];
+      out += fmt::format("also: {} in thread {} ({}) at step {}: {}\n", f.code, f.thread,
+                         f.thread_name, f.step,
+                         f.silent ? f.words : fmt::format("{}: {}", f.type, f.message));
+    }
+    if (r.findings.size() > kAlso + 1)
+      out += fmt::format("also: {} more (--json lists them all)\n", r.findings.size() - kAlso - 1);
+    // Count crashes per code, as the H200 table counts them ("7 of 8 threads raised").
+    std::map<std::string, std::set<uint32_t>> by_code;
+    for (const Finding& f : r.findings)
+      if (f.thread != sim::kNoThread) by_code[f.code].insert(f.thread);
+    if (!by_code.empty()) {
+      out += "summary:";
+      for (const auto& [code, threads] : by_code)
+        out += fmt::format(" {} in {} of {} threads;", code, threads.size(), p.threads.size());
+      out += "\n";
+    }
+    if (!involved.empty()) out += "last steps of the threads involved (oldest first):\n";
+    for (uint32_t t : involved) {
+      if (t >= r.run.threads.size()) continue;
+      const auto& th = r.run.threads[t];
+      out += fmt::format("  thread {} ({}):\n", t, th.name);
+      for (const auto& s : th.last_steps) out += fmt::format("    step {:>7}  {}\n", s.step, s.text);
+    }
+  }
+  out += fmt::format("simulated step time: {} ({} steps, {} preemptions)\n", Ms(r.makespan),
+                     r.run.steps, r.run.preemptions);
+  for (const DuplicateTuning& d : r.duplicates)
+    out += fmt::format("warning: duplicate-tuning: {} key {} tuned by {} threads; {} of GPU time "
+                       "wasted\n",
+                       d.kernel, d.key, d.threads, Ms(d.wasted_gpu_ns));
+  if (r.left_recording != 0)
+    out += fmt::format("note: the model left the recording at {} transitions (the recorded run "
+                       "took another path)\n",
+                       r.left_recording);
+  if (!replay_hint.empty()) out += replay_hint + "\n";
+  return out;
+}
+
+std::string FormatJson(const ReplayResult& r, const Program& p) {
+  std::string out = "{";
+  out += fmt::format("\"trace\":\"{}\",\"model\":\"{}\",\"fix\":\"{}\",\"strategy\":\"{}\",",
+                     JsonEscape(p.source), r.model, JsonEscape(r.fix), JsonEscape(r.strategy));
+  out += fmt::format("\"failed\":{},\"steps\":{},\"preemptions\":{},\"makespan_ns\":{},",
+                     r.failed() ? "true" : "false", r.run.steps, r.run.preemptions, r.makespan);
+  out += "\"findings\":[";
+  for (size_t i = 0; i < r.findings.size(); ++i) {
+    const Finding& f = r.findings[i];
+    out += fmt::format(
+        "{}{{\"code\":\"{}\",\"silent\":{},\"thread\":{},\"thread_name\":\"{}\",\"step\":{},"
+        "\"type\":\"{}\",\"message\":\"{}\",\"where\":\"{}\",\"words\":\"{}\"}}",
+        i ? "," : "", f.code, f.silent ? "true" : "false",
+        f.thread == sim::kNoThread ? -1 : static_cast<int64_t>(f.thread), JsonEscape(f.thread_name),
+        f.step, JsonEscape(f.type), JsonEscape(f.message), JsonEscape(f.where), JsonEscape(f.words));
+  }
+  out += "],\"duplicates\":[";
+  for (size_t i = 0; i < r.duplicates.size(); ++i) {
+    const DuplicateTuning& d = r.duplicates[i];
+    out += fmt::format("{}{{\"kernel\":\"{}\",\"key\":\"{}\",\"threads\":{},\"wasted_gpu_ns\":{}}}",
+                       i ? "," : "", JsonEscape(d.kernel), JsonEscape(d.key), d.threads,
+                       d.wasted_gpu_ns);
+  }
+  out += fmt::format("],\"schedule\":\"{}\"}}", r.run.schedule.Encode());
+  return out;
+}
+
+}  // namespace rerace::replay

@@ -1,0 +1,570 @@
+// replay/src/world.cc: the tuner models (Triton 3.6's Autotuner, FLA's CachedAutotuner), the
+// fixes' variants of them, and the virtual GPU.
+//
+// Line labels: the hook lines (_pre_hook 61/63, _post_hook 74/75) and _bench's are Triton
+// 3.6's, anchored on the KeyError at autotuner.py:74 measured on the H200; the lines in run()
+// and benchmark() follow the same source's layout and may be off by a few in other
+// releases. The Triton probe records the real ones.
+#include "world.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace rerace::replay::detail {
+
+using traces::TunerKind;
+
+namespace {
+constexpr const char* kRunSetNargs =
+    "autotuner.py:211 Autotuner.run: self.nargs = dict(zip(self.arg_names, args))";
+constexpr const char* kRunReadNargs = "autotuner.py:214 Autotuner.run: all_args = {**self.nargs, **kwargs}";
+constexpr const char* kRunCacheCheck = "autotuner.py:221 Autotuner.run: if key not in self.cache";
+constexpr const char* kBenchNargs =
+    "autotuner.py:141 Autotuner._bench: full_nargs = {**self.nargs, **current}";
+constexpr const char* kPreHookWrite =
+    "autotuner.py:63 _pre_hook: self.restore_copies = {name: kwargs[name].clone() ...}";
+constexpr const char* kPostHookRead =
+    "autotuner.py:74 _post_hook: kwargs[name].copy_(self.restore_copies[name])";
+constexpr const char* kPostHookReset = "autotuner.py:75 _post_hook: self.restore_copies = {}";
+constexpr const char* kBenchTime = "autotuner.py:229 benchmark: self.bench_time = bench_end - bench_start";
+constexpr const char* kCacheWrite =
+    "autotuner.py:230 benchmark: self.cache[key] = builtins.min(timings, key=timings.get)";
+constexpr const char* kBenchmarkNargs =
+    "autotuner.py:231 benchmark: full_nargs = {**self.nargs, **kwargs, **config.all_kwargs()}";
+constexpr const char* kConfigsTimings = "autotuner.py:233 benchmark: self.configs_timings = timings";
+constexpr const char* kRunCacheRead = "autotuner.py:240 Autotuner.run: config = self.cache[key]";
+constexpr const char* kBestConfig = "autotuner.py:243 Autotuner.run: self.best_config = config";
+constexpr const char* kRunClearNargs = "autotuner.py:253 Autotuner.run: self.nargs = None";
+constexpr const char* kFlaCheck = "fla CachedAutotuner.run: if key in self.config_cache";
+constexpr const char* kFlaLoad = "fla CachedAutotuner.run: self.cache[key] = cached config";
+constexpr const char* kFlaBest = "fla CachedAutotuner.run: best = self.best_config";
+constexpr const char* kFlaStore = "fla CachedAutotuner.run: self.config_cache[key] = best";
+
+constexpr const char* kWherePostHook = "triton/runtime/autotuner.py:74 in _post_hook";
+constexpr const char* kWhereBench = "triton/runtime/autotuner.py:141 in _bench";
+constexpr const char* kWhereRun = "triton/runtime/autotuner.py:214 in run";
+constexpr const char* kWhereBenchmark = "triton/runtime/autotuner.py:231 in benchmark";
+
+// Runs `f` holding `m` (if any). A PyError leaving `f` is caught, the lock released after the
+// catch block has ended (no fiber switch while an exception is in flight), then rethrown.
+template <typename F>
+void Locked(sim::Mutex* m, const char* label, F&& f) {
+  if (m == nullptr) {
+    f();
+    return;
+  }
+  m->Lock(label);
+  std::optional<PyError> err;
+  try {
+    f();
+  } catch (PyError& e) {
+    err = std::move(e);
+  }
+  m->Unlock(label);
+  if (err) throw PyError(std::move(*err));
+}
+}  // namespace
+
+TunerState::TunerState(sim::Scheduler& s, const std::string& name, size_t keys)
+    : nargs(s, name + ".nargs"),
+      nargs_local(s),
+      cache(s, name + ".cache", std::vector<int32_t>(keys, -1)),
+      restore_copies(s, name + ".restore_copies"),
+      restore_copies_local(s),
+      best_config(s, name + ".best_config"),
+      configs_timings(s, name + ".configs_timings"),
+      bench_time(s, name + ".bench_time"),
+      fla_cache(s, name + ".config_cache", std::vector<int32_t>(keys, -1)),
+      key_lock(s, name + " key lock"),
+      futures(keys),
+      future_of(keys) {}
+
+World::Queue::Queue(sim::Scheduler& s, const std::string& name)
+    : m(s, name + " queue lock"), cv(s, name + " queue") {}
+
+World::World(sim::Scheduler& s, const Program& p, const ReplayOptions& o, uint32_t reps, bool fla,
+             const std::vector<uint64_t>* anchors_in, std::vector<uint64_t>* anchors_out)
+    : s_(s), p_(p), o_(o), reps_(reps), fla_(fla), anchors_in_(anchors_in), anchors_(anchors_out),
+      cursor_(p.threads.size(), 0) {
+  (void)anchors_in_;
+  for (const TunerCall& c : p.calls) {
+    auto [it, fresh] = tuner_index_.try_emplace(c.tuner, keys_.size());
+    if (fresh) keys_.emplace_back();
+    auto& keys = keys_[it->second];
+    if (std::find(keys.begin(), keys.end(), c.key) == keys.end()) keys.push_back(c.key);
+  }
+  for (const auto& [region, name] : o.fix.locks)
+    if (!fix_locks_.count(name)) fix_locks_[name] = std::make_unique<sim::Mutex>(s, name);
+  for (const ThreadProgram& tp : p.threads)
+    for (const Op& op : tp.ops)
+      if ((op.kind == Op::Kind::kLockAcquire || op.kind == Op::Kind::kLockRelease) &&
+          !recorded_locks_.count(op.lock))
+        recorded_locks_[op.lock] = std::make_unique<sim::Mutex>(s, "recorded lock " + op.lock_name);
+  if (o.fix.owner_thread) {
+    for (const ThreadProgram& tp : p.threads) {
+      std::set<uint32_t> devices;
+      for (const Op& op : tp.ops)
+        if (op.kind == Op::Kind::kTunerCall) devices.insert(p.calls[op.call].device);
+      for (uint32_t d : devices) {
+        auto& q = queues_[d];
+        if (!q) q = std::make_unique<Queue>(s, fmt::format("GPU {} owner", d));
+        ++q->clients;
+      }
+    }
+  }
+  if (anchors_) {
+    anchors_->assign(p.threads.size(), UINT64_MAX);
+    for (size_t t = 0; t < p.threads.size(); ++t)
+      if (!p.threads[t].ops.empty()) (*anchors_)[t] = p.threads[t].ops.front().seq;
+  }
+}
+
+std::string World::ThreadName(uint32_t t) const {
+  if (t < p_.threads.size()) return p_.threads[t].name;
+  return s_.ThreadName(t);
+}
+
+TunerState& World::StateFor(uint32_t thread, const TunerCall& c) {
+  const size_t ti = tuner_index_.at(c.tuner);
+  const uint32_t owner = o_.fix.per_thread_tuner ? thread : UINT32_MAX;
+  auto& st = states_[{ti, owner}];
+  if (!st) {
+    std::string name = fmt::format("Autotuner({})", c.kernel);
+    if (owner != UINT32_MAX) name += fmt::format("[thread {}]", owner);
+    st = std::make_unique<TunerState>(s_, name, keys_[ti].size());
+  }
+  return *st;
+}
+
+int32_t World::KeyId(const TunerCall& c, const std::string& key) const {
+  const auto& keys = keys_[tuner_index_.at(c.tuner)];
+  return static_cast<int32_t>(std::find(keys.begin(), keys.end(), key) - keys.begin());
+}
+
+sim::Mutex* World::LockFor(Region r) {
+  const std::string name = o_.fix.LockFor(r);
+  return name.empty() ? nullptr : fix_locks_.at(name).get();
+}
+
+Nargs World::ReadNargs(TunerState& st, const char* label) {
+  if (o_.fix.IsLocal(Field::kNargs)) return st.nargs_local.Get();
+  return st.nargs.Read(label);
+}
+
+void World::WriteNargs(TunerState& st, Nargs v, const char* label) {
+  v.step = s_.step();
+  v.writer = s_.CurrentThread();
+  if (o_.fix.IsLocal(Field::kNargs)) {
+    st.nargs_local.Get() = v;
+    return;
+  }
+  st.nargs.Write(v, label);
+}
+
+Copies World::ReadCopies(TunerState& st, const char* label) {
+  if (o_.fix.IsLocal(Field::kRestoreCopies)) return st.restore_copies_local.Get();
+  return st.restore_copies.Read(label);
+}
+
+void World::WriteCopies(TunerState& st, Copies v, const char* label) {
+  v.step = s_.step();
+  v.writer = s_.CurrentThread();
+  if (o_.fix.IsLocal(Field::kRestoreCopies)) {
+    st.restore_copies_local.Get() = v;
+    return;
+  }
+  st.restore_copies.Write(v, label);
+}
+
+void World::Anchor(uint32_t thread, TunerKind kind, int32_t config) {
+  if (anchors_ == nullptr || thread >= p_.threads.size()) return;
+  const auto& tr = p_.threads[thread].transitions;
+  size_t& c = cursor_[thread];
+  auto anchors_on = [](TunerKind k) {
+    return k == TunerKind::kCallBegin || k == TunerKind::kCallEnd || k == TunerKind::kBenchBegin ||
+           k == TunerKind::kBenchEnd || k == TunerKind::kPreHook || k == TunerKind::kPostHook ||
+           k == TunerKind::kLaunch;
+  };
+  while (c < tr.size() && !anchors_on(tr[c].kind)) ++c;
+  if (c < tr.size() && tr[c].kind == kind && (config < 0 || tr[c].config == config)) {
+    (*anchors_)[thread] = tr[c].seq;
+    ++c;
+  } else {
+    ++left_recording_;
+  }
+}
+
+void World::AnchorOp(uint32_t thread, uint64_t seq) {
+  if (anchors_ != nullptr && thread < p_.threads.size()) (*anchors_)[thread] = seq;
+}
+
+void World::Silent(uint32_t thread, std::string code, std::string words, std::string where,
+                   uint32_t other) {
+  for (const Finding& f : findings_)
+    if (f.code == code && f.thread == thread) return;  // the first of each kind per thread
+  Finding f;
+  f.code = std::move(code);
+  f.silent = true;
+  f.thread = thread;
+  f.thread_name = ThreadName(thread);
+  f.step = s_.step();
+  f.type = "(none: silent corruption)";
+  f.where = std::move(where);
+  f.words = std::move(words);
+  f.other = other;
+  findings_.push_back(std::move(f));
+}
+
+void World::Raise(uint32_t thread, std::string code, std::string type, std::string message,
+                  std::string where, std::string words, uint32_t other) {
+  Finding f;
+  f.code = std::move(code);
+  f.thread = thread;
+  f.thread_name = ThreadName(thread);
+  f.step = s_.step();
+  f.type = std::move(type);
+  f.message = std::move(message);
+  f.where = std::move(where);
+  f.words = std::move(words);
+  f.other = other;
+  throw PyError{std::move(f)};
+}
+
+void World::Launch(uint32_t device, uint64_t stream, Nanos duration) {
+  // A stream runs its launches in order; a device runs one kernel at a time (kernels that
+  // fill the GPU; concurrent small kernels would overlap, so this bounds the cost from above).
+  Nanos& ready = streams_[{device, stream}];
+  Nanos& busy = devices_[device];
+  const Nanos start = std::max({ready, busy, s_.Now()});
+  ready = busy = start + duration;
+  s_.Advance(o_.launch_cpu_ns);
+}
+
+void World::Sync(uint32_t device, uint64_t stream, bool whole_device) {
+  Nanos until = 0;
+  for (const auto& [k, ready] : streams_)
+    if (k.first == device && (whole_device || k.second == stream)) until = std::max(until, ready);
+  s_.AdvanceTo(until);
+}
+
+void World::RunThread(uint32_t t) {
+  if (prewarm_thread != UINT32_MAX) s_.Join(prewarm_thread);
+  const ThreadProgram& tp = p_.threads[t];
+  try {
+    for (const Op& op : tp.ops) {
+      AnchorOp(t, op.seq);
+      switch (op.kind) {
+        case Op::Kind::kTunerCall:
+          Call(t, op.call);
+          break;
+        case Op::Kind::kLaunch:
+          Launch(op.device, op.stream, op.duration);
+          break;
+        case Op::Kind::kSync:
+          Sync(op.device, op.stream, op.sync == traces::SyncKind::kContext);
+          break;
+        case Op::Kind::kLockAcquire:
+          recorded_locks_.at(op.lock)->Lock("recorded lock acquire");
+          break;
+        case Op::Kind::kLockRelease:
+          recorded_locks_.at(op.lock)->Unlock("recorded lock release");
+          break;
+      }
+    }
+  } catch (PyError& e) {
+    findings_.push_back(std::move(e.finding));
+  }
+  // Locks the recording shows taken and not released by the end (an exception) are released,
+  // as Python's `with` would.
+  for (auto& [id, m] : recorded_locks_)
+    if (m->owner() == s_.CurrentThread()) m->Unlock("release at thread end");
+  if (o_.fix.owner_thread) {
+    for (auto& [d, q] : queues_) {
+      bool client = false;
+      for (const Op& op : tp.ops)
+        client |= op.kind == Op::Kind::kTunerCall && p_.calls[op.call].device == d;
+      if (!client) continue;
+      q->m.Lock("owner queue: client done");
+      --q->clients;
+      q->cv.NotifyAll("owner queue: client done");
+      q->m.Unlock("owner queue: client done");
+    }
+  }
+}
+
+void World::RunPrewarm() {
+  // Every (tuner, key) once, serially, before the threads start.
+  std::set<std::pair<uint64_t, std::string>> done;
+  const uint32_t self = s_.CurrentThread();
+  for (uint32_t i = 0; i < p_.calls.size(); ++i) {
+    if (!done.insert({p_.calls[i].tuner, p_.calls[i].key}).second) continue;
+    try {
+      TritonRun(self, p_.calls[i], i);
+    } catch (PyError& e) {
+      findings_.push_back(std::move(e.finding));
+    }
+  }
+}
+
+void World::RunOwner(uint32_t device) {
+  Queue& q = *queues_.at(device);
+  const uint32_t self = s_.CurrentThread();
+  for (;;) {
+    q.m.Lock("owner: take work");
+    while (q.pending.empty() && q.clients > 0) q.cv.Wait(q.m, "owner: wait for work");
+    if (q.pending.empty()) {
+      q.m.Unlock("owner: no clients left");
+      return;
+    }
+    Request* r = q.pending.front();
+    q.pending.erase(q.pending.begin());
+    q.m.Unlock("owner: take work");
+    try {
+      TritonRun(self, p_.calls[r->call], r->call);
+    } catch (PyError& e) {
+      findings_.push_back(std::move(e.finding));
+    }
+    r->done->SetValue(1, "owner: hand back the result");
+  }
+}
+
+void World::Call(uint32_t thread, uint32_t call) {
+  const TunerCall& c = p_.calls[call];
+  if (o_.fix.owner_thread && queues_.count(c.device)) {
+    Queue& q = *queues_.at(c.device);
+    Request r{thread, call, std::make_unique<sim::Promise<int>>(s_, "owner result")};
+    sim::Future<int> f = r.done->GetFuture();
+    q.m.Lock("send to owner");
+    q.pending.push_back(&r);
+    q.cv.NotifyOne("send to owner");
+    q.m.Unlock("send to owner");
+    f.Get("wait for owner");
+    return;
+  }
+  Locked(LockFor(Region::kRun), "lock around Autotuner.run", [&] { TritonRun(thread, c, call); });
+}
+
+void World::TritonRun(uint32_t thread, const TunerCall& c, uint32_t call) {
+  TunerState& st = StateFor(thread, c);
+  const int32_t own_key = KeyId(c, c.key);
+  Anchor(thread, TunerKind::kCallBegin, -1);
+  bool fla_hit = false;
+  if (fla_) {
+    // FLA's CachedAutotuner.run: its own config cache first, loaded into Triton's cache.
+    const int32_t cached = st.fla_cache.ReadWith(
+        [&](const std::vector<int32_t>& v) { return v[static_cast<size_t>(own_key)]; }, kFlaCheck);
+    if (cached >= 0) {
+      fla_hit = true;
+      st.cache.Update([&](std::vector<int32_t>& v) { v[static_cast<size_t>(own_key)] = cached; },
+                      kFlaLoad);
+    }
+  }
+  WriteNargs(st, {static_cast<int32_t>(call), thread, 0, 0}, kRunSetNargs);
+  int32_t key = own_key;
+  int32_t config = 0;
+  if (c.configs.size() > 1) {
+    const Nargs n = ReadNargs(st, kRunReadNargs);
+    if (n.call < 0) {
+      Raise(thread, "nargs-none", "TypeError", "'NoneType' object is not a mapping", kWhereRun,
+            fmt::format("nargs is None while thread {} computes its key: thread {} set it to None "
+                        "at step {}",
+                        thread, n.writer, n.step),
+            n.writer);
+    }
+    key = KeyId(c, p_.calls[static_cast<size_t>(n.call)].key);
+    Locked(LockFor(Region::kCache), "lock around the cache", [&] {
+      const bool hit = st.cache.ReadWith(
+          [&](const std::vector<int32_t>& v) { return v[static_cast<size_t>(key)] >= 0; },
+          kRunCacheCheck);
+      if (hit) return;
+      if (!o_.fix.per_key_future) {
+        Benchmark(thread, c, st, key);
+        return;
+      }
+      // lock-key-future: the first thread to miss a key tunes it; the others wait for it.
+      bool owner = false;
+      st.key_lock.Lock("per-key future lock");
+      auto& slot = st.future_of[static_cast<size_t>(key)];
+      if (!slot) {
+        st.futures[static_cast<size_t>(key)] =
+            std::make_unique<sim::Promise<int32_t>>(s_, fmt::format("{} key future", c.kernel));
+        slot = st.futures[static_cast<size_t>(key)]->GetFuture();
+        owner = true;
+      }
+      sim::Future<int32_t> f = *slot;
+      st.key_lock.Unlock("per-key future lock");
+      if (owner) {
+        std::optional<PyError> err;
+        int32_t best = -1;
+        try {
+          best = Benchmark(thread, c, st, key);
+        } catch (PyError& e) {
+          err = std::move(e);
+        }
+        st.futures[static_cast<size_t>(key)]->SetValue(best, "per-key future: set");
+        if (err) throw PyError(std::move(*err));
+      } else {
+        f.Get("per-key future: wait");
+      }
+    });
+    config = st.cache.ReadWith(
+        [&](const std::vector<int32_t>& v) { return v[static_cast<size_t>(key)]; }, kRunCacheRead);
+    if (config < 0) config = 0;  // a tuning that failed in another thread left no entry
+  }
+  st.best_config.Write({config, thread, key}, kBestConfig);
+  Anchor(thread, TunerKind::kLaunch, -1);
+  if (key != own_key) {
+    Silent(thread, "config-mismatch",
+           fmt::format("thread {} launched {} with the config tuned for key {} (another thread's "
+                       "arguments were in self.nargs when it computed its key), not for its own "
+                       "key {}",
+                       thread, c.kernel, keys_[tuner_index_.at(c.tuner)][static_cast<size_t>(key)], c.key),
+           "triton/runtime/autotuner.py:214 in run");
+  }
+  Launch(c.device, c.stream, c.launch_ns);
+  WriteNargs(st, {-1, thread, 0, 0}, kRunClearNargs);
+  if (fla_ && !fla_hit) {
+    const Owned best = st.best_config.Read(kFlaBest);
+    if (best.thread != thread && best.key != own_key) {
+      Silent(thread, "config-mismatch",
+             fmt::format("thread {}'s CachedAutotuner stored thread {}'s best_config (tuned for "
+                         "another key) as the config of key {}",
+                         thread, best.thread, c.key),
+             "fla CachedAutotuner.run");
+    }
+    st.fla_cache.Update([&](std::vector<int32_t>& v) { v[static_cast<size_t>(own_key)] = best.value; },
+                        kFlaStore);
+  }
+  Anchor(thread, TunerKind::kCallEnd, -1);
+}
+
+int32_t World::Benchmark(uint32_t thread, const TunerCall& c, TunerState& st, int32_t key) {
+  int32_t best = 0;
+  Locked(LockFor(Region::kBenchmark), "lock around benchmark()", [&] {
+    Nanos gpu = 0;
+    for (size_t i = 0; i < c.configs.size(); ++i) {
+      const Nanos before = s_.Now();
+      Locked(LockFor(Region::kBench), "lock around _bench", [&] { Bench(thread, c, st, i); });
+      gpu += s_.Now() - before;
+      if (c.bench_ns[i] != 0 && c.bench_ns[i] < c.bench_ns[static_cast<size_t>(best)]) best = static_cast<int32_t>(i);
+      if (c.bench_ns[static_cast<size_t>(best)] == 0) best = static_cast<int32_t>(i);
+    }
+    tunings_[{tuner_index_.at(c.tuner), key}].push_back({thread, gpu});
+    st.bench_time.Write({0, thread, key}, kBenchTime);
+    st.cache.Update([&](std::vector<int32_t>& v) { v[static_cast<size_t>(key)] = best; }, kCacheWrite);
+    const Nargs n = ReadNargs(st, kBenchmarkNargs);
+    if (n.call < 0) {
+      Raise(thread, "nargs-none", "TypeError", "'NoneType' object is not a mapping", kWhereBenchmark,
+            fmt::format("nargs is None after thread {} benchmarked: thread {} set it to None at "
+                        "step {}",
+                        thread, n.writer, n.step),
+            n.writer);
+    }
+    if (!c.reset_to_zero.empty() && n.thread != thread) {
+      Silent(thread, "wrong-restore",
+             fmt::format("thread {}'s reset-only pre-hook zeroed thread {}'s {} (another thread's "
+                         "arguments were in self.nargs)",
+                         thread, n.thread, c.arg_names[c.reset_to_zero[0]]),
+             "triton/runtime/autotuner.py:61 in _pre_hook");
+    }
+    st.configs_timings.Write({0, thread, key}, kConfigsTimings);
+  });
+  return best;
+}
+
+void World::Bench(uint32_t thread, const TunerCall& c, TunerState& st, size_t config) {
+  Anchor(thread, TunerKind::kBenchBegin, static_cast<int32_t>(config));
+  const Nargs n = ReadNargs(st, kBenchNargs);
+  if (n.call < 0) {
+    Raise(thread, "nargs-none", "TypeError", "'NoneType' object is not a mapping", kWhereBench,
+          fmt::format("nargs is None while thread {} benchmarks config {}: thread {} set it to "
+                      "None at step {}",
+                      thread, config, n.writer, n.step),
+          n.writer);
+  }
+  const uint32_t recorded = std::max<uint32_t>(c.bench_reps[config], 1);
+  const uint32_t reps = reps_ == 0 ? recorded : std::min(reps_, recorded);
+  const Nanos per_rep = c.bench_ns[config] * recorded / reps;
+  const uint64_t all = c.restore_value.size() >= 64 ? ~0ull : (1ull << c.restore_value.size()) - 1;
+  for (uint32_t r = 0; r < reps; ++r) {
+    Locked(LockFor(Region::kHooks), "lock around the pre-hook", [&] {
+      Anchor(thread, TunerKind::kPreHook, static_cast<int32_t>(config));
+      if (!c.restore_value.empty()) WriteCopies(st, {all, n.thread, 0, 0}, kPreHookWrite);
+    });
+    Launch(c.device, c.stream, per_rep);
+    Sync(c.device, c.stream, false);
+    Locked(LockFor(Region::kHooks), "lock around the post-hook", [&] {
+      Anchor(thread, TunerKind::kPostHook, static_cast<int32_t>(config));
+      if (c.restore_value.empty()) return;
+      const Copies rc = ReadCopies(st, kPostHookRead);
+      for (size_t i = 0; i < c.restore_value.size(); ++i) {
+        const std::string& name = c.arg_names[c.restore_value[i]];
+        if ((rc.present >> i & 1) == 0) {
+          Raise(thread, "in-param-not-in-cache", "KeyError", fmt::format("'{}'", name),
+                kWherePostHook,
+                fmt::format("In-parameter {} is not in the cache: thread {}'s post-hook reset "
+                            "restore_copies to {{}} at step {} while thread {} was benchmarking "
+                            "config {}",
+                            name, rc.writer, rc.step, thread, config),
+                rc.writer);
+        }
+        if (rc.owner != n.thread) {
+          Silent(thread, "wrong-restore",
+                 fmt::format("thread {} restored thread {}'s saved copy of {} (cloned by thread "
+                             "{}'s pre-hook at step {}) into {} tensor",
+                             thread, rc.owner, name, rc.writer, rc.step,
+                             n.thread == thread ? std::string("its own")
+                                                : fmt::format("thread {}'s", n.thread)),
+                 kWherePostHook, rc.writer);
+        }
+      }
+      WriteCopies(st, {0, n.thread, 0, 0}, kPostHookReset);
+    });
+  }
+  Anchor(thread, TunerKind::kBenchEnd, static_cast<int32_t>(config));
+}
+
+void World::Finalize(ReplayResult& r) {
+  if (r.run.failure) {
+    const sim::Failure& f = *r.run.failure;
+    Finding x;
+    x.code = f.kind == sim::FailureKind::kDeadlock     ? "deadlock"
+             : f.kind == sim::FailureKind::kStepBound  ? "step-bound"
+             : f.kind == sim::FailureKind::kDivergence ? "divergence"
+                                                        : "internal";
+    x.thread = f.thread;
+    if (f.thread != sim::kNoThread && f.thread < r.run.threads.size())
+      x.thread_name = r.run.threads[f.thread].name;
+    x.step = f.step;
+    x.type = f.type;
+    x.message = f.message;
+    x.where = f.where.ToString();
+    for (const auto& w : f.waits) x.words += (x.words.empty() ? "" : "\n  ") + w;
+    if (x.where == "?") x.where.clear();
+    findings_.push_back(std::move(x));
+  }
+  std::stable_sort(findings_.begin(), findings_.end(),
+                   [](const Finding& a, const Finding& b) { return a.step < b.step; });
+  r.findings = std::move(findings_);
+  for (const auto& [k, list] : tunings_) {
+    if (list.size() < 2) continue;
+    DuplicateTuning d;
+    for (const auto& [tuner, idx] : tuner_index_)
+      if (idx == k.first)
+        for (const TunerCall& c : p_.calls)
+          if (c.tuner == tuner) {
+            d.kernel = c.kernel;
+            break;
+          }
+    d.key = keys_[k.first][static_cast<size_t>(k.second)];
+    d.threads = static_cast<uint32_t>(list.size());
+    for (size_t i = 1; i < list.size(); ++i) d.wasted_gpu_ns += list[i].second;
+    r.duplicates.push_back(std::move(d));
+  }
+  r.makespan = r.run.makespan;
+  for (const auto& [k, ready] : streams_) r.makespan = std::max(r.makespan, ready);
+  r.left_recording = left_recording_;
+}
+
+}  // namespace rerace::replay::detail

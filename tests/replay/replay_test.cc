@@ -1,0 +1,318 @@
+#include "rerace/replay/replay.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <map>
+#include <set>
+#include <string>
+
+#include "rerace/replay/check.h"
+#include "rerace/replay/fix.h"
+#include "rerace/replay/program.h"
+#include "rerace/sim/strategy.h"
+#include "rerace/traces/reader.h"
+#include "rerace/traces/synth.h"
+
+namespace rerace::replay {
+namespace {
+
+Program Synth(const traces::Scenario& s, const std::string& tag) {
+  const std::string path = ::testing::TempDir() + "/replay-" + tag + ".rrt";
+  EXPECT_TRUE(traces::Synthesize(s, path).ok());
+  auto t = traces::ReadTrace(path);
+  EXPECT_TRUE(t.ok());
+  auto p = BuildProgram(*t, "synth-" + tag);
+  EXPECT_TRUE(p.ok()) << p.error().message;
+  std::remove(path.c_str());
+  return *p;
+}
+
+const Program& Default() {
+  static const Program p = Synth(traces::Scenario{}, "default");
+  return p;
+}
+
+ReplayOptions With(const std::string& fix) {
+  ReplayOptions o;
+  auto f = ParseFix(fix);
+  EXPECT_TRUE(f.ok()) << fix;
+  o.fix = *f;
+  return o;
+}
+
+bool Has(const ReplayResult& r, const std::string& code) {
+  for (const Finding& f : r.findings)
+    if (f.code == code) return true;
+  return false;
+}
+
+TEST(Program, DefaultSynthHasEightThreadsOneCallEach) {
+  const Program& p = Default();
+  ASSERT_EQ(p.threads.size(), 8u);
+  ASSERT_EQ(p.calls.size(), 8u);
+  for (const TunerCall& c : p.calls) {
+    EXPECT_EQ(c.configs.size(), 12u);
+    EXPECT_EQ(c.arg_names[c.restore_value.at(0)], "y_ptr");
+    for (Nanos n : c.bench_ns) EXPECT_GT(n, 0u);
+    EXPECT_GT(c.launch_ns, 0u);
+  }
+  // Each thread: two untuned launches, then its tuner call.
+  EXPECT_EQ(p.threads[0].ops.size(), 3u);
+  EXPECT_EQ(p.threads[0].ops[2].kind, Op::Kind::kTunerCall);
+}
+
+TEST(Replay, SeedsReproduceTheKeyErrorByteForByte) {
+  Replayer rep(Default(), With("none"));
+  int keyerrors = 0;
+  for (uint64_t seed = 1; seed <= 40; ++seed) {
+    sim::RandomWalk a(seed), b(seed);
+    const ReplayResult ra = rep.Run(a);
+    const ReplayResult rb = rep.Run(b);
+    ASSERT_EQ(FormatReport(ra, Default(), ""), FormatReport(rb, Default(), "")) << seed;
+    ASSERT_EQ(FormatJson(ra, Default()), FormatJson(rb, Default())) << seed;
+    for (const Finding& f : ra.findings) {
+      if (f.code != "in-param-not-in-cache") continue;
+      ++keyerrors;
+      EXPECT_EQ(f.type, "KeyError");
+      EXPECT_EQ(f.message, "'y_ptr'");
+      EXPECT_EQ(f.where, "triton/runtime/autotuner.py:74 in _post_hook");
+      EXPECT_NE(f.words.find("In-parameter y_ptr is not in the cache"), std::string::npos);
+      break;
+    }
+  }
+  EXPECT_GT(keyerrors, 30);
+}
+
+TEST(Replay, SavedScheduleReplaysTheFailureWithoutItsSeed) {
+  Replayer rep(Default(), With("none"));
+  ReplayResult first;
+  for (uint64_t seed = 1; seed < 100 && !first.failed(); ++seed) {
+    sim::Pct pct(seed, 2, 150);
+    first = rep.Run(pct);
+  }
+  ASSERT_TRUE(first.failed());
+  auto parsed = sim::Schedule::Parse(first.run.schedule.Encode());
+  ASSERT_TRUE(parsed.ok());
+  sim::ScheduleReplay again(*parsed);
+  const ReplayResult second = rep.Run(again);
+  EXPECT_EQ(second.Signature(), first.Signature());
+  ASSERT_EQ(second.findings.size(), first.findings.size());
+  for (size_t i = 0; i < first.findings.size(); ++i) {
+    EXPECT_EQ(second.findings[i].step, first.findings[i].step);
+    EXPECT_EQ(second.findings[i].thread, first.findings[i].thread);
+    EXPECT_EQ(second.findings[i].words, first.findings[i].words);
+  }
+  EXPECT_EQ(second.makespan, first.makespan);
+}
+
+TEST(Replay, ScheduleOfAnotherFixIsADivergence) {
+  Replayer none(Default(), With("none"));
+  sim::RandomWalk rw(3);
+  const ReplayResult r = none.Run(rw);
+  Replayer locked(Default(), With("lock-run"));
+  sim::ScheduleReplay replay(r.run.schedule);
+  const ReplayResult d = locked.Run(replay);
+  ASSERT_TRUE(Has(d, "divergence")) << FormatReport(d, Default(), "");
+}
+
+// The verdicts the H200 measured (unpatched fails, tls-nargs fails, lock-run holds), and what
+// the model says of the other fixes.
+TEST(Check, VerdictsOfEveryFix) {
+  struct Case {
+    const char* fix;
+    bool holds;
+    const char* failure;  // a code the counterexample must contain
+  };
+  const Case cases[] = {
+      {"none", false, "in-param-not-in-cache"},
+      {"tls-nargs", false, "wrong-restore"},
+      {"lock-run", true, ""},
+      {"call-local", true, ""},
+      {"lock-key-future", false, "nargs-none"},
+      {"per-thread-tuner", true, ""},
+      {"prewarm", false, "nargs-none"},
+      {"owner-thread", true, ""},
+      {"tls-nargs+lock-run", true, ""},
+      {"local=nargs,restore_copies", true, ""},
+      {"lock=hooks", false, "nargs-none"},
+      {"lock=run:A,bench:A", false, "deadlock"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.fix);
+    const Verdict v = CheckFix(Default(), With(c.fix), 600, 1);
+    EXPECT_EQ(v.holds, c.holds);
+    if (c.holds) {
+      EXPECT_EQ(v.explored, 600u);
+      continue;
+    }
+    ASSERT_TRUE(v.counterexample.has_value());
+    std::set<std::string> codes;
+    for (const Finding& f : v.counterexample->findings) codes.insert(f.code);
+    if (!codes.count(c.failure)) {
+      // The first counterexample may show another failure; the code must appear within a few
+      // more schedules of the same fix.
+      bool seen = false;
+      Replayer rep(Default(), With(c.fix));
+      for (uint64_t s = 1; s <= 300 && !seen; ++s) {
+        sim::RandomWalk rw(s);
+        seen = Has(rep.Run(rw), c.failure);
+      }
+      EXPECT_TRUE(seen) << "never saw " << c.failure;
+    }
+  }
+}
+
+TEST(Check, LockRunCostsAndRemovesDuplicateTuning) {
+  const Verdict lock = CheckFix(Default(), With("lock-run"), 30, 1);
+  const Verdict local = CheckFix(Default(), With("call-local"), 30, 1);
+  EXPECT_TRUE(lock.duplicates_fix.empty());
+  ASSERT_EQ(local.duplicates_fix.size(), 1u);
+  EXPECT_EQ(local.duplicates_fix[0].threads, 8u);
+  EXPECT_GT(local.duplicates_fix[0].wasted_gpu_ns, 0u);
+  // Serialized tuning with one tuning pass is cheaper than eight tunings on one GPU.
+  EXPECT_LT(lock.makespan_fix, local.makespan_fix);
+  EXPECT_GT(lock.makespan_fix, 0u);
+}
+
+TEST(Replay, ConfigMismatchWhenThreadsHaveDifferentKeys) {
+  traces::Scenario s;
+  s.keys = {"1024", "4096"};
+  const Program p = Synth(s, "twokeys");
+  Replayer rep(p, With("none"));
+  bool seen = false;
+  for (uint64_t seed = 1; seed <= 200 && !seen; ++seed) {
+    sim::RandomWalk rw(seed);
+    const ReplayResult r = rep.Run(rw);
+    for (const Finding& f : r.findings)
+      if (f.code == "config-mismatch") {
+        seen = true;
+        EXPECT_TRUE(f.silent);
+        EXPECT_NE(f.words.find("with the config tuned for key"), std::string::npos);
+      }
+  }
+  EXPECT_TRUE(seen);
+}
+
+TEST(Replay, FlaModelIsChosenFromTheTunerClassAndStoresBestConfigRacily) {
+  traces::Scenario s;
+  s.keys = {"1024", "4096"};
+  s.tuner_class = "fla.ops.utils.CachedAutotuner";
+  const Program p = Synth(s, "fla");
+  Replayer rep(p, With("call-local"));
+  EXPECT_EQ(rep.ModelName(), "fla");
+  bool seen = false;
+  for (uint64_t seed = 1; seed <= 100 && !seen; ++seed) {
+    sim::RandomWalk rw(seed);
+    const ReplayResult r = rep.Run(rw);
+    for (const Finding& f : r.findings)
+      seen |= f.code == "config-mismatch" && f.where == "fla CachedAutotuner.run";
+  }
+  EXPECT_TRUE(seen);
+  ReplayOptions triton = With("call-local");
+  triton.model = "triton";
+  Replayer forced(p, triton);
+  EXPECT_EQ(forced.ModelName(), "triton");
+}
+
+TEST(Replay, RecordedOrderOfTheSynthTraceRaisesInSevenOfEightThreads) {
+  Replayer rep(Default(), With("none"));
+  const ReplayResult a = rep.RunRecorded();
+  const ReplayResult b = rep.RunRecorded();
+  EXPECT_EQ(FormatReport(a, Default(), ""), FormatReport(b, Default(), ""));
+  std::set<uint32_t> raised;
+  for (const Finding& f : a.findings)
+    if (f.code == "in-param-not-in-cache") raised.insert(f.thread);
+  // Lockstep order: thread 0's post-hook resets the dict first; the seven others then miss it.
+  EXPECT_EQ(raised, (std::set<uint32_t>{1, 2, 3, 4, 5, 6, 7}));
+  EXPECT_EQ(a.left_recording, 0u);
+}
+
+TEST(Replay, RepetitionsFoldWithoutLosingTheFailure) {
+  ReplayOptions folded = With("none");
+  ReplayOptions full = With("none");
+  full.reps = 0;
+  Replayer a(Default(), folded), b(Default(), full);
+  int fa = 0, fb = 0;
+  uint64_t steps_a = 0, steps_b = 0;
+  for (uint64_t seed = 1; seed <= 30; ++seed) {
+    sim::RandomWalk ra(seed), rb(seed);
+    const ReplayResult x = a.Run(ra), y = b.Run(rb);
+    fa += Has(x, "in-param-not-in-cache");
+    fb += Has(y, "in-param-not-in-cache");
+    steps_a += x.run.steps;
+    steps_b += y.run.steps;
+  }
+  EXPECT_GT(fa, 20);
+  EXPECT_GT(fb, 20);
+  EXPECT_LT(steps_a, steps_b);
+}
+
+TEST(Fix, UnknownNamesAreUsageErrors) {
+  auto f = ParseFix("lock-everything");
+  ASSERT_FALSE(f.ok());
+  EXPECT_EQ(f.error().exit_code, 64);
+  EXPECT_NE(f.error().message.find("unknown fix 'lock-everything'"), std::string::npos);
+  EXPECT_NE(f.error().message.find("tls-nargs"), std::string::npos);
+  auto g = ParseFix("local=nargz");
+  ASSERT_FALSE(g.ok());
+  EXPECT_NE(g.error().message.find("unknown field 'nargz'"), std::string::npos);
+  auto h = ParseFix("lock=everywhere");
+  ASSERT_FALSE(h.ok());
+  EXPECT_NE(h.error().message.find("unknown region 'everywhere'"), std::string::npos);
+}
+
+TEST(Fix, NamesComposeAndDescriptionsParse) {
+  auto f = ParseFix("tls-nargs+lock-run");
+  ASSERT_TRUE(f.ok());
+  EXPECT_TRUE(f->IsLocal(Field::kNargs));
+  EXPECT_EQ(f->LockFor(Region::kRun), "global autotune lock");
+  auto d = ParseFix("local=nargs,restore_copies;lock=hooks:H,cache:C;future");
+  ASSERT_TRUE(d.ok());
+  EXPECT_TRUE(d->IsLocal(Field::kRestoreCopies));
+  EXPECT_EQ(d->LockFor(Region::kHooks), "H");
+  EXPECT_EQ(d->LockFor(Region::kCache), "C");
+  EXPECT_TRUE(d->per_key_future);
+}
+
+// The virtual GPU: a stream runs in order, a device one kernel at a time, syncs wait.
+TEST(VirtualGpu, LaunchesQueueAndSyncsWait) {
+  Program p;
+  p.source = "hand-made";
+  TunerCall c;
+  c.tuner = 1;
+  c.kernel = "k";
+  c.key = "1";
+  c.configs = {"only"};
+  c.bench_ns = {1000};
+  c.bench_reps = {1};
+  c.launch_ns = 0;
+  p.calls.push_back(c);
+  for (uint32_t t = 0; t < 2; ++t) {
+    ThreadProgram tp;
+    tp.thread = t;
+    tp.name = "t" + std::to_string(t);
+    Op launch;
+    launch.kind = Op::Kind::kLaunch;
+    launch.stream = t;  // different streams, same device
+    launch.duration = 100'000;
+    tp.ops = {launch, launch};
+    Op sync;
+    sync.kind = Op::Kind::kSync;
+    sync.sync = traces::SyncKind::kStream;
+    sync.stream = t;
+    tp.ops.push_back(sync);
+    p.threads.push_back(tp);
+  }
+  ReplayOptions o;
+  o.launch_cpu_ns = 0;
+  Replayer rep(p, o);
+  sim::RoundRobin rr;
+  const ReplayResult r = rep.Run(rr);
+  EXPECT_FALSE(r.failed());
+  // Four 100 us kernels on one device: 400 us, whatever the streams.
+  EXPECT_EQ(r.makespan, 400'000u);
+}
+
+}  // namespace
+}  // namespace rerace::replay

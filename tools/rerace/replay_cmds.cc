@@ -1,0 +1,397 @@
+// tools/rerace/replay_cmds.cc: `rerace replay`, `rerace fuzz` and `rerace check`.
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <memory>
+
+#include "commands.h"
+#include "rerace/base/result.h"
+#include "rerace/replay/check.h"
+#include "rerace/replay/fix.h"
+#include "rerace/replay/program.h"
+#include "rerace/replay/replay.h"
+#include "rerace/sim/random.h"
+#include "rerace/sim/schedule.h"
+#include "rerace/sim/strategy.h"
+#include "rerace/traces/reader.h"
+
+namespace rerace::tools {
+
+using namespace rerace::replay;
+
+namespace {
+
+struct Common {
+  std::string fix = "none";
+  std::string model = "auto";
+  uint32_t reps = 1;
+  uint64_t max_steps = 2'000'000;
+  sim::StrategySpec strategy;
+  bool json = false;
+};
+
+void AddCommon(CLI::App* sub, Common& c, bool with_strategy) {
+  sub->add_option("--fix", c.fix,
+                  "Fix to apply: a name (" + fmt::format("{}", fmt::join(FixNames(), ", ")) +
+                      "), names joined by '+', or a description like 'local=nargs;lock=hooks'")
+      ->default_val("none");
+  sub->add_option("--model", c.model, "Tuner model: auto (from the trace), triton or fla")
+      ->default_val("auto")
+      ->check(CLI::IsMember({"auto", "triton", "fla"}));
+  sub->add_option("--reps", c.reps,
+                  "do_bench repetitions executed per config (0: as recorded); fewer steps, same "
+                  "failures")
+      ->default_val(1);
+  sub->add_option("--max-steps", c.max_steps, "Step bound of one run")->default_val(2'000'000);
+  sub->add_flag("--json", c.json, "Print JSON instead of the text report");
+  if (with_strategy) {
+    sub->add_option("--strategy", c.strategy.name, "random, pct, round-robin or timed")
+        ->default_val("random");
+    sub->add_option("--pct-depth", c.strategy.pct_depth, "PCT bug depth d")->default_val(2);
+  }
+}
+
+struct Loaded {
+  Program program;
+  ReplayOptions options;
+};
+
+Result<Loaded> Load(const std::string& path, const Common& c) {
+  auto trace = traces::ReadTrace(path);
+  if (!trace) return trace.error();
+  auto program = BuildProgram(*trace, path);
+  if (!program) return program.error();
+  auto fix = ParseFix(c.fix);
+  if (!fix) return fix.error();
+  if (program->calls.empty())
+    return Error{fmt::format("{}: the trace has no tuner calls: nothing for a tuner model to "
+                             "replay (was it recorded with --probe?)",
+                             path),
+                 kExitDataError};
+  Loaded l;
+  l.program = std::move(*program);
+  l.options.fix = std::move(*fix);
+  l.options.model = c.model;
+  l.options.reps = c.reps;
+  l.options.max_steps = c.max_steps;
+  return l;
+}
+
+// PCT needs k, the steps of a run: one round-robin run measures it.
+uint64_t MeasureSteps(Replayer& r) {
+  sim::RoundRobin rr(1'000'000);
+  return std::max<uint64_t>(r.Run(rr).run.steps, 1);
+}
+
+Result<std::unique_ptr<sim::Strategy>> StrategyFor(const sim::StrategySpec& spec, uint64_t seed,
+                                                   Replayer& r, uint64_t* pct_steps) {
+  sim::StrategySpec s = spec;
+  if (s.name == "pct") {
+    if (*pct_steps == 0) *pct_steps = MeasureSteps(r);
+    s.pct_steps = *pct_steps;
+  }
+  return sim::MakeStrategy(s, seed);
+}
+
+std::string Flags(const std::string& trace, const Common& c) {
+  std::string f = "rerace replay " + trace;
+  if (c.fix != "none") f += " --fix '" + c.fix + "'";
+  if (c.model != "auto") f += " --model " + c.model;
+  if (c.reps != 1) f += fmt::format(" --reps {}", c.reps);
+  return f;
+}
+
+Result<void> SaveSchedule(const ReplayResult& r, const std::string& path, const std::string& trace,
+                          const Common& c, const std::string& seed) {
+  return r.run.schedule.Save(path, {{"trace", trace},
+                                    {"fix", c.fix},
+                                    {"model", r.model},
+                                    {"reps", std::to_string(c.reps)},
+                                    {"strategy", r.strategy},
+                                    {"seed", seed},
+                                    {"failure", r.findings.empty() ? "none" : r.findings[0].code}});
+}
+
+// ---- replay ----
+struct ReplayArgs {
+  Common c;
+  std::string trace;
+  uint64_t seed = 1;
+  bool seed_given = false;
+  std::string schedule;
+  bool recorded = false;
+  std::string save;
+};
+
+int RunReplay(const ReplayArgs& a) {
+  auto l = Load(a.trace, a.c);
+  if (!l) return ReportError(l.error());
+  Replayer rep(l->program, l->options);
+  ReplayResult r;
+  std::string how;
+  if (a.recorded) {
+    r = rep.RunRecorded();
+    how = "recorded";
+  } else if (!a.schedule.empty()) {
+    auto s = sim::Schedule::Load(a.schedule);
+    if (!s) return ReportError(s.error());
+    sim::ScheduleReplay strategy(std::move(*s));
+    r = rep.Run(strategy);
+    how = "schedule " + a.schedule;
+  } else {
+    uint64_t k = 0;
+    auto strategy = StrategyFor(a.c.strategy, a.seed, rep, &k);
+    if (!strategy) return ReportError(strategy.error());
+    r = rep.Run(**strategy);
+    how = fmt::format("seed {}", a.seed);
+  }
+  std::string hint;
+  if (!a.save.empty()) {
+    if (auto s = SaveSchedule(r, a.save, a.trace, a.c, how); !s) return ReportError(s.error());
+    hint = fmt::format("schedule saved: replay it with '{} --schedule {}'", Flags(a.trace, a.c), a.save);
+  } else if (r.failed() && !a.recorded && a.schedule.empty()) {
+    hint = fmt::format("replay it: '{} --strategy {} --seed {}' (add --save-schedule FILE to keep "
+                       "the schedule)",
+                       Flags(a.trace, a.c), a.c.strategy.name, a.seed);
+  }
+  if (a.c.json) {
+    std::printf("%s\n", FormatJson(r, l->program).c_str());
+  } else {
+    std::fputs(FormatReport(r, l->program, hint).c_str(), stdout);
+  }
+  return r.failed() ? kExitFound : kExitOk;
+}
+
+// ---- fuzz ----
+struct FuzzArgs {
+  Common c;
+  std::vector<std::string> traces;
+  uint64_t runs = 1000;
+  std::string time;
+  uint64_t seed = 1;
+  std::string save_dir;
+};
+
+Result<double> ParseSeconds(const std::string& s) {
+  if (s.empty()) return 0.0;
+  size_t pos = 0;
+  double v = 0;
+  try {
+    v = std::stod(s, &pos);
+  } catch (...) {
+    pos = 0;
+  }
+  const std::string unit = s.substr(pos);
+  double mul = 0;
+  if (unit.empty() || unit == "s") mul = 1;
+  else if (unit == "ms") mul = 1e-3;
+  else if (unit == "m" || unit == "min") mul = 60;
+  else if (unit == "h") mul = 3600;
+  if (pos == 0 || mul == 0 || v <= 0)
+    return Error{fmt::format("--time '{}': expected a duration such as 90s, 10m or 1h", s), kExitUsage};
+  return v * mul;
+}
+
+int RunFuzz(const FuzzArgs& a) {
+  auto seconds = ParseSeconds(a.time);
+  if (!seconds) return ReportError(seconds.error());
+  if (!a.save_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(a.save_dir, ec);
+    if (ec)
+      return ReportError({fmt::format("{}: cannot create the folder: {}", a.save_dir, ec.message()),
+                          kExitIoError});
+  }
+  const auto start = std::chrono::steady_clock::now();
+  bool any = false;
+  std::string json = "[";
+  for (const std::string& path : a.traces) {
+    auto l = Load(path, a.c);
+    if (!l) return ReportError(l.error());
+    Replayer rep(l->program, l->options);
+    uint64_t k = 0;
+    // Each distinct failure (code and source location) once, with the first seed showing it.
+    struct First {
+      uint64_t seed;
+      std::shared_ptr<ReplayResult> result;
+      size_t finding;
+    };
+    std::map<std::string, First> distinct;
+    uint64_t runs = 0, failing = 0;
+    for (uint64_t i = 0;; ++i) {
+      if (*seconds > 0) {
+        if (std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() >= *seconds)
+          break;
+      } else if (i >= a.runs) {
+        break;
+      }
+      const uint64_t seed = a.seed + i;
+      auto strategy = StrategyFor(a.c.strategy, seed, rep, &k);
+      if (!strategy) return ReportError(strategy.error());
+      auto r = std::make_shared<ReplayResult>(rep.Run(**strategy));
+      ++runs;
+      if (!r->failed()) continue;
+      ++failing;
+      for (size_t fi = 0; fi < r->findings.size(); ++fi) {
+        const Finding& f = r->findings[fi];
+        distinct.try_emplace(f.code + " at " + f.where, First{seed, r, fi});
+      }
+    }
+    any |= !distinct.empty();
+    if (!a.c.json)
+      std::printf("fuzz %s (model %s, fix %s, strategy %s): %llu runs, %llu failing, %zu distinct "
+                  "failure(s)\n",
+                  path.c_str(), rep.ModelName().c_str(), a.c.fix.c_str(), a.c.strategy.name.c_str(),
+                  static_cast<unsigned long long>(runs), static_cast<unsigned long long>(failing),
+                  distinct.size());
+    size_t n = 0;
+    for (const auto& [sig, first] : distinct) {
+      ++n;
+      std::string file;
+      if (!a.save_dir.empty()) {
+        const std::string stem = std::filesystem::path(path).stem().string();
+        file = fmt::format("{}/{}-{}.sched", a.save_dir, stem, n);
+        if (auto s = SaveSchedule(*first.result, file, path, a.c, std::to_string(first.seed)); !s)
+          return ReportError(s.error());
+      }
+      if (a.c.json) {
+        json += fmt::format("{}{{\"failure\":\"{}\",\"seed\":{},\"schedule_file\":\"{}\",\"result\":{}}}",
+                            json.size() > 1 ? "," : "", JsonEscape(sig), first.seed,
+                            JsonEscape(file), FormatJson(*first.result, l->program));
+        continue;
+      }
+      const Finding& f = first.result->findings[first.finding];
+      std::printf("  [%zu] %s: %s, first in thread %u (%s) with seed %llu\n", n, sig.c_str(),
+                  f.silent ? "silent corruption" : (f.type + ": " + f.message).c_str(), f.thread,
+                  f.thread_name.c_str(), static_cast<unsigned long long>(first.seed));
+      if (!f.words.empty()) std::printf("      %s\n", f.words.c_str());
+      if (!file.empty())
+        std::printf("      replay: %s --schedule %s\n", Flags(path, a.c).c_str(), file.c_str());
+      else
+        std::printf("      replay: %s --strategy %s --seed %llu\n", Flags(path, a.c).c_str(),
+                    a.c.strategy.name.c_str(), static_cast<unsigned long long>(first.seed));
+    }
+  }
+  if (a.c.json) std::printf("%s]\n", json.c_str());
+  return any ? kExitFound : kExitOk;
+}
+
+// ---- check ----
+struct CheckArgs {
+  Common c;
+  std::string trace;
+  uint64_t runs = 3000;
+  uint64_t seed = 1;
+  std::string save;
+};
+
+int RunCheck(const CheckArgs& a) {
+  auto l = Load(a.trace, a.c);
+  if (!l) return ReportError(l.error());
+  const Verdict v = CheckFix(l->program, l->options, a.runs, a.seed);
+  auto ms = [](Nanos n) { return static_cast<double>(n) / 1e6; };
+  const double ratio = v.makespan_none ? static_cast<double>(v.makespan_fix) /
+                                             static_cast<double>(v.makespan_none)
+                                       : 0.0;
+  if (a.c.json) {
+    std::printf("{\"trace\":\"%s\",\"fix\":\"%s\",\"verdict\":\"%s\",\"explored\":%llu,"
+                "\"makespan_fix_ns\":%llu,\"makespan_none_ns\":%llu,\"makespan_recorded_ns\":%llu,"
+                "\"counterexample\":%s}\n",
+                JsonEscape(a.trace).c_str(), JsonEscape(a.c.fix).c_str(),
+                v.holds ? "holds" : "fails", static_cast<unsigned long long>(v.explored),
+                static_cast<unsigned long long>(v.makespan_fix),
+                static_cast<unsigned long long>(v.makespan_none),
+                static_cast<unsigned long long>(v.makespan_recorded),
+                v.counterexample ? FormatJson(*v.counterexample, l->program).c_str() : "null");
+    return v.holds ? kExitOk : kExitFound;
+  }
+  if (!v.holds) {
+    std::string hint;
+    if (!a.save.empty()) {
+      if (auto s = SaveSchedule(*v.counterexample, a.save, a.trace, a.c,
+                                std::to_string(v.counterexample_seed));
+          !s)
+        return ReportError(s.error());
+      hint = fmt::format("counterexample saved: replay it with '{} --schedule {}'",
+                         Flags(a.trace, a.c), a.save);
+    } else {
+      hint = fmt::format("counterexample schedule: {}", v.counterexample->run.schedule.Encode());
+    }
+    std::printf("verdict: fix '%s' FAILS: counterexample found after %llu schedules (%s)\n",
+                a.c.fix.c_str(), static_cast<unsigned long long>(v.explored),
+                v.counterexample->strategy.c_str());
+    std::fputs(FormatReport(*v.counterexample, l->program, hint).c_str(), stdout);
+  } else {
+    std::printf("verdict: fix '%s' holds for every schedule tried: %llu explored (random walk, "
+                "PCT d=2 and d=3 over k=%llu steps, seeds %llu..%llu). Not exhaustive.\n",
+                a.c.fix.c_str(), static_cast<unsigned long long>(v.explored),
+                static_cast<unsigned long long>(v.pct_steps), static_cast<unsigned long long>(a.seed),
+                static_cast<unsigned long long>(a.seed + v.explored - 1));
+  }
+  auto fails = [](const std::string& code) {
+    return code.empty() ? std::string() : fmt::format(" (that run fails: {})", code);
+  };
+  std::printf("cost, as simulated step time under the timed strategy: %.3f ms with %s%s; %.3f ms "
+              "with none%s (%.2fx); the recorded interleaving replays in %.3f ms (recorded CPU "
+              "span %.3f ms)\n",
+              ms(v.makespan_fix), a.c.fix.c_str(), fails(v.fix_timed_failure).c_str(),
+              ms(v.makespan_none), fails(v.none_timed_failure).c_str(), ratio,
+              ms(v.makespan_recorded), ms(l->program.recorded_span_ns));
+  for (const DuplicateTuning& d : v.duplicates_fix)
+    std::printf("warning: duplicate-tuning under this fix: %s key %s tuned by %u threads (%.3f ms "
+                "of GPU time wasted)\n",
+                d.kernel.c_str(), d.key.c_str(), d.threads, ms(d.wasted_gpu_ns));
+  return v.holds ? kExitOk : kExitFound;
+}
+
+}  // namespace
+
+void RegisterReplayCommands(CLI::App& app, CommandTable& table) {
+  auto ra = std::make_shared<ReplayArgs>();
+  CLI::App* r = app.add_subcommand(
+      "replay", "Replay a trace once: under a seeded strategy, a saved schedule, or the recorded "
+                "interleaving (exit 1 when it fails)");
+  r->add_option("trace", ra->trace, "Trace file")->required();
+  auto* seed = r->add_option("--seed", ra->seed, "Seed of the strategy")->default_val(1);
+  auto* sched = r->add_option("--schedule", ra->schedule, "Replay a saved schedule (no seed needed)");
+  auto* rec = r->add_flag("--recorded", ra->recorded,
+                          "Replay the recorded interleaving: reproduce what happened on the GPU");
+  sched->excludes(rec);
+  rec->excludes(sched);
+  (void)seed;
+  r->add_option("--save-schedule", ra->save, "Save this run's schedule to a file");
+  AddCommon(r, ra->c, true);
+  table.Add(r, [ra] { return RunReplay(*ra); });
+
+  auto fa = std::make_shared<FuzzArgs>();
+  CLI::App* f = app.add_subcommand(
+      "fuzz", "Replay traces under many seeds; report each distinct failure once, with its seed "
+              "and schedule (exit 1 when any fails)");
+  f->add_option("traces", fa->traces, "Trace files")->required();
+  auto* runs = f->add_option("--runs", fa->runs, "Runs per trace")->default_val(1000);
+  auto* time = f->add_option("--time", fa->time, "Time budget instead of --runs (90s, 10m, 1h)");
+  runs->excludes(time);
+  f->add_option("--seed", fa->seed, "First seed; run i uses seed + i")->default_val(1);
+  f->add_option("--save-failures", fa->save_dir, "Folder for one schedule file per distinct failure");
+  AddCommon(f, fa->c, true);
+  table.Add(f, [fa] { return RunFuzz(*fa); });
+
+  auto ca = std::make_shared<CheckArgs>();
+  CLI::App* c = app.add_subcommand(
+      "check", "Check a fix: a counterexample schedule, or 'holds' with how many schedules were "
+               "explored; and the fix's cost in simulated step time (exit 1 when it fails)\n"
+               "Named fixes:\n" + DescribeFixes());
+  c->add_option("trace", ca->trace, "Trace file")->required();
+  c->add_option("--runs", ca->runs, "Schedules to explore (random walk, PCT d=2, PCT d=3 in turn)")
+      ->default_val(3000);
+  c->add_option("--seed", ca->seed, "First seed")->default_val(1);
+  c->add_option("--save-schedule", ca->save, "Save the counterexample's schedule here");
+  AddCommon(c, ca->c, false);
+  table.Add(c, [ca] { return RunCheck(*ca); });
+}
+
+}  // namespace rerace::tools
