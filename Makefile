@@ -9,7 +9,7 @@ WERROR  ?= OFF
 CUDA    ?= $(shell command -v nvcc >/dev/null 2>&1 && echo ON || echo OFF)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps build build-nocuda build-asan build-fuzz fuzz test test-nocuda test-sanitize demo bench clean
+.PHONY: all deps build build-nocuda build-asan build-fuzz build-tsan test-tsan fuzz test test-nocuda test-sanitize demo bench clean
 
 all: build
 
@@ -42,6 +42,17 @@ test-sanitize: build-asan
 	cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	  ctest --output-on-failure -j $(JOBS) -LE gpu
 
+# ThreadSanitizer over the recorder's buffers and writer (the code that runs on the recorded
+# program's threads). The fiber scheduler is single-threaded and not built for TSan.
+build-tsan: deps
+	cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS=-O1 \
+	  -DRERACE_WERROR=$(WERROR) -DRERACE_CUDA=OFF -DRERACE_BENCH=OFF \
+	  -DRERACE_SANITIZE=thread $(CMAKE_FLAGS)
+	cmake --build build-tsan -j $(JOBS) --target recorder_test
+
+test-tsan: build-tsan
+	TSAN_OPTIONS=halt_on_error=1 build-tsan/tests/recorder_test
+
 # libFuzzer over the trace reader, under ASan + UBSan, with clang. FUZZ_SECONDS=60 by default.
 FUZZ_SECONDS ?= 60
 build-fuzz:
@@ -63,4 +74,4 @@ bench: build
 	@tools/scripts/bench.sh build
 
 clean:
-	rm -rf build build-nocuda build-asan build-fuzz
+	rm -rf build build-nocuda build-asan build-fuzz build-tsan

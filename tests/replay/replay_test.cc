@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cstdio>
 #include <map>
 #include <set>
@@ -18,7 +20,9 @@ namespace rerace::replay {
 namespace {
 
 Program Synth(const traces::Scenario& s, const std::string& tag) {
-  const std::string path = ::testing::TempDir() + "/replay-" + tag + ".rrt";
+  // ctest runs each test in its own process, several at once: one file per process.
+  const std::string path =
+      ::testing::TempDir() + "/replay-" + tag + "-" + std::to_string(getpid()) + ".rrt";
   EXPECT_TRUE(traces::Synthesize(s, path).ok());
   auto t = traces::ReadTrace(path);
   EXPECT_TRUE(t.ok());

@@ -32,6 +32,7 @@ class CommandTable {
 void RegisterClassic(CLI::App& app, CommandTable& table);
 void RegisterTraceCommands(CLI::App& app, CommandTable& table);
 void RegisterReplayCommands(CLI::App& app, CommandTable& table);
+void RegisterRecord(CLI::App& app, CommandTable& table);
 
 // Prints "rerace: error: <message>" on stderr and returns the error's exit code.
 int ReportError(const Error& e);

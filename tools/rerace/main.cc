@@ -21,6 +21,7 @@ int main(int argc, char** argv) {
   rerace::tools::RegisterClassic(app, table);
   rerace::tools::RegisterTraceCommands(app, table);
   rerace::tools::RegisterReplayCommands(app, table);
+  rerace::tools::RegisterRecord(app, table);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -1,0 +1,356 @@
+// recorder/src/injection.cc: the CUPTI injection library (librerace_cupti.so).
+//
+// Loaded into the recorded process through CUDA_INJECTION64_PATH (the driver calls
+// InitializeInjection during cuInit); NVTX_INJECTION64_PATH may point at it too, and NVTX then
+// finds libcupti's InitializeInjectionNvtx2 through this library's dependency (what worked on
+// the H200, see the brief). The recorder starts at the first context creation, when the GPUs
+// can be listed for the header; NVTX marks made before that are not recorded.
+//
+// NB: the callbacks run on the user's threads: they never throw, never abort, never allocate
+// after a thread's first event (recorder.h), and count what goes wrong instead.
+#include <cuda.h>
+#include <cupti.h>
+#include <generated_nvtx_meta.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "rerace/recorder/recorder.h"
+
+namespace rerace::recorder {
+namespace {
+
+using traces::MemKind;
+using traces::NvtxKind;
+using traces::SyncKind;
+
+CUpti_SubscriberHandle g_subscriber = nullptr;
+std::once_flag g_init_once;
+std::once_flag g_start_once;
+std::unique_ptr<Recorder> g_owned;
+
+// Activity buffers from a preallocated pool.
+constexpr size_t kActivityBufferBytes = 8u << 20;
+constexpr size_t kActivityBuffers = 32;
+std::mutex g_pool_mu;
+std::vector<uint8_t*> g_pool;
+
+
+std::string TracePath() {
+  const char* base = std::getenv("RERACE_TRACE");
+  std::string path = base && *base ? base : "rerace.rrt";
+  const char* rank = std::getenv("RANK");
+  if (!rank || !*rank) rank = std::getenv("LOCAL_RANK");
+  std::string suffix = "." + std::string(rank && *rank ? std::string("rank") + rank + "." : "") +
+                       "pid" + std::to_string(getpid());
+  if (std::getenv("RERACE_TRACE_EXACT") && !(rank && *rank)) suffix.clear();
+  const size_t dot = path.rfind(".rrt");
+  if (dot != std::string::npos && dot + 4 == path.size()) return path.substr(0, dot) + suffix + ".rrt";
+  return path + suffix;
+}
+
+traces::Header MakeHeader() {
+  traces::Header h;
+  h.recorder_version = "rerace-recorder 0.1.0";
+  char host[256] = {};
+  gethostname(host, sizeof host - 1);
+  h.host = host;
+  h.pid = static_cast<uint32_t>(getpid());
+  const char* rank = std::getenv("RANK");
+  if (!rank || !*rank) rank = std::getenv("LOCAL_RANK");
+  h.rank = rank && *rank ? std::atoi(rank) : -1;
+  std::ifstream cmd("/proc/self/cmdline", std::ios::binary);
+  std::string arg;
+  while (std::getline(cmd, arg, '\0')) h.command_line.push_back(arg);
+  timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  h.start_time_unix_ns = static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
+  h.start_cpu_ns = MonotonicNs();
+  int count = 0;
+  if (cuDeviceGetCount(&count) == CUDA_SUCCESS) {
+    for (int i = 0; i < count; ++i) {
+      CUdevice dev;
+      if (cuDeviceGet(&dev, i) != CUDA_SUCCESS) continue;
+      traces::Gpu g;
+      g.index = static_cast<uint32_t>(i);
+      char name[256] = {};
+      cuDeviceGetName(name, sizeof name - 1, dev);
+      g.name = name;
+      CUuuid uuid;
+      if (cuDeviceGetUuid(&uuid, dev) == CUDA_SUCCESS) {
+        char buf[64];
+        const auto* b = reinterpret_cast<const unsigned char*>(uuid.bytes);
+        std::snprintf(buf, sizeof buf, "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+                      b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11],
+                      b[12], b[13], b[14], b[15]);
+        g.uuid = buf;
+      }
+      size_t mem = 0;
+      cuDeviceTotalMem(&mem, dev);
+      g.memory_bytes = mem;
+      h.gpus.push_back(g);
+      uint64_t gpu_now = 0;
+      cuptiGetTimestamp(&gpu_now);
+      h.clock_pairs.push_back({g.index, MonotonicNs(), gpu_now});
+    }
+  }
+  return h;
+}
+
+std::vector<traces::ClockPair> EndClockPairs() {
+  std::vector<traces::ClockPair> out;
+  int count = 0;
+  if (cuDeviceGetCount(&count) != CUDA_SUCCESS) return out;
+  for (int i = 0; i < count; ++i) {
+    uint64_t gpu_now = 0;
+    cuptiGetTimestamp(&gpu_now);
+    out.push_back({static_cast<uint32_t>(i), MonotonicNs(), gpu_now});
+  }
+  return out;
+}
+
+void CUPTIAPI BufferRequested(uint8_t** buffer, size_t* size, size_t* max_records) {
+  std::lock_guard<std::mutex> g(g_pool_mu);
+  *max_records = 0;
+  if (g_pool.empty()) {
+    *buffer = nullptr;  // CUPTI drops records and counts them
+    *size = 0;
+    if (Recorder* r = Global()) r->CountProblem();
+    return;
+  }
+  *buffer = g_pool.back();
+  g_pool.pop_back();
+  *size = kActivityBufferBytes;
+}
+
+void CUPTIAPI BufferCompleted(CUcontext ctx, uint32_t stream_id, uint8_t* buffer, size_t,
+                              size_t valid) {
+  Recorder* r = Global();
+  CUpti_Activity* record = nullptr;
+  while (r && cuptiActivityGetNextRecord(buffer, valid, &record) == CUPTI_SUCCESS) {
+    if (record->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) {
+      const auto* k = reinterpret_cast<const CUpti_ActivityKernel10*>(record);
+      r->AddActivity(k->correlationId, k->start, k->end);
+    }
+  }
+  size_t dropped = 0;
+  if (r && cuptiActivityGetNumDroppedRecords(ctx, stream_id, &dropped) == CUPTI_SUCCESS && dropped)
+    r->AddDropped(dropped);
+  std::lock_guard<std::mutex> g(g_pool_mu);
+  g_pool.push_back(buffer);
+}
+
+void AtExit() {
+  Recorder* r = Global();
+  if (!r) return;
+  cuptiActivityFlushAll(1);
+  auto s = r->Stop(EndClockPairs(), true);
+  if (!s) std::fprintf(stderr, "rerace recorder: %s\n", s.error().message.c_str());
+  SetGlobal(nullptr);
+}
+
+void StartRecorder() {
+  std::call_once(g_start_once, [] {
+    RecorderOptions o;
+    o.path = TracePath();
+    o.header = MakeHeader();
+    auto r = Recorder::Create(std::move(o));
+    if (!r) {
+      std::fprintf(stderr, "rerace recorder: %s (nothing will be recorded)\n", r.error().message.c_str());
+      return;
+    }
+    g_owned = std::move(*r);
+    SetGlobal(g_owned.get());
+    std::atexit(AtExit);
+  });
+}
+
+uint32_t DeviceOf(CUcontext ctx) {
+  uint32_t dev = 0;
+  if (ctx) cuptiGetDeviceId(ctx, &dev);
+  return dev;
+}
+
+uint64_t StreamOf(CUcontext ctx, CUstream s, bool ptsz) {
+  uint32_t id = 0;
+  if (ctx && cuptiGetStreamIdEx(ctx, s, ptsz ? 1 : 0, &id) != CUPTI_SUCCESS) return 0;
+  return id;
+}
+
+const char* NvtxText(const nvtxEventAttributes_t* a) {
+  if (a && a->messageType == NVTX_MESSAGE_TYPE_ASCII) return a->message.ascii;
+  return "";
+}
+
+void CUPTIAPI Callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
+  if (domain == CUPTI_CB_DOMAIN_RESOURCE) {
+    if (cbid == CUPTI_CBID_RESOURCE_CONTEXT_CREATED) StartRecorder();
+    return;
+  }
+  Recorder* r = Global();
+  if (r == nullptr) return;
+  const uint64_t now = MonotonicNs();
+  if (domain == CUPTI_CB_DOMAIN_NVTX) {
+    const auto* nv = static_cast<const CUpti_NvtxData*>(data);
+    switch (cbid) {
+      case CUPTI_CBID_NVTX_nvtxMarkA:
+        r->Nvtx(now, NvtxKind::kMark, static_cast<const nvtxMarkA_params*>(nv->functionParams)->message, 0);
+        break;
+      case CUPTI_CBID_NVTX_nvtxMarkEx:
+        r->Nvtx(now, NvtxKind::kMark, NvtxText(static_cast<const nvtxMarkEx_params*>(nv->functionParams)->eventAttrib), 0);
+        break;
+      case CUPTI_CBID_NVTX_nvtxDomainMarkEx:
+        r->Nvtx(now, NvtxKind::kMark,
+                NvtxText(static_cast<const nvtxDomainMarkEx_params*>(nv->functionParams)->core.eventAttrib), 0);
+        break;
+      case CUPTI_CBID_NVTX_nvtxRangePushA:
+        r->Nvtx(now, NvtxKind::kRangePush, static_cast<const nvtxRangePushA_params*>(nv->functionParams)->message, 0);
+        break;
+      case CUPTI_CBID_NVTX_nvtxRangePushEx:
+        r->Nvtx(now, NvtxKind::kRangePush,
+                NvtxText(static_cast<const nvtxRangePushEx_params*>(nv->functionParams)->eventAttrib), 0);
+        break;
+      case CUPTI_CBID_NVTX_nvtxRangePop:
+        r->Nvtx(now, NvtxKind::kRangePop, "", 0);
+        break;
+      default:
+        break;
+    }
+    return;
+  }
+  if (domain != CUPTI_CB_DOMAIN_DRIVER_API) return;
+  const auto* cb = static_cast<const CUpti_CallbackData*>(data);
+  if (cb->callbackSite != CUPTI_API_ENTER) return;
+  const CUcontext ctx = cb->context;
+  switch (cbid) {
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel:
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz:
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel:
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz: {
+      // cuLaunchCooperativeKernel's parameters start with the same fields.
+      const auto* p = static_cast<const cuLaunchKernel_params*>(cb->functionParams);
+      const uint32_t grid[3] = {p->gridDimX, p->gridDimY, p->gridDimZ};
+      const uint32_t block[3] = {p->blockDimX, p->blockDimY, p->blockDimZ};
+      const bool ptsz = cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz ||
+                        cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz;
+      r->Launch(now, cb->correlationId, reinterpret_cast<uint64_t>(p->f), cb->symbolName,
+                DeviceOf(ctx), StreamOf(ctx, p->hStream, ptsz), grid, block, p->sharedMemBytes);
+      break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx:
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz: {
+      const auto* p = static_cast<const cuLaunchKernelEx_params*>(cb->functionParams);
+      const CUlaunchConfig* c = p->config;
+      if (c == nullptr) {
+        r->CountProblem();
+        break;
+      }
+      const uint32_t grid[3] = {c->gridDimX, c->gridDimY, c->gridDimZ};
+      const uint32_t block[3] = {c->blockDimX, c->blockDimY, c->blockDimZ};
+      r->Launch(now, cb->correlationId, reinterpret_cast<uint64_t>(p->f), cb->symbolName,
+                DeviceOf(ctx),
+                StreamOf(ctx, c->hStream, cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz),
+                grid, block, c->sharedMemBytes);
+      break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize:
+    case CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize_v2:
+      r->Sync(now, SyncKind::kContext, DeviceOf(ctx), 0, 0);
+      break;
+    case CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize:
+    case CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize_ptsz: {
+      const auto* p = static_cast<const cuStreamSynchronize_params*>(cb->functionParams);
+      r->Sync(now, SyncKind::kStream, DeviceOf(ctx),
+              StreamOf(ctx, p->hStream, cbid == CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize_ptsz), 0);
+      break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuEventSynchronize: {
+      const auto* p = static_cast<const cuEventSynchronize_params*>(cb->functionParams);
+      r->Sync(now, SyncKind::kEvent, DeviceOf(ctx), 0, reinterpret_cast<uint64_t>(p->hEvent));
+      break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuEventRecord:
+    case CUPTI_DRIVER_TRACE_CBID_cuEventRecord_ptsz: {
+      const auto* p = static_cast<const cuEventRecord_params*>(cb->functionParams);
+      r->Sync(now, SyncKind::kEventRecord, DeviceOf(ctx),
+              StreamOf(ctx, p->hStream, cbid == CUPTI_DRIVER_TRACE_CBID_cuEventRecord_ptsz),
+              reinterpret_cast<uint64_t>(p->hEvent));
+      break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuStreamWaitEvent:
+    case CUPTI_DRIVER_TRACE_CBID_cuStreamWaitEvent_ptsz: {
+      const auto* p = static_cast<const cuStreamWaitEvent_params*>(cb->functionParams);
+      r->Sync(now, SyncKind::kStreamWaitEvent, DeviceOf(ctx),
+              StreamOf(ctx, p->hStream, cbid == CUPTI_DRIVER_TRACE_CBID_cuStreamWaitEvent_ptsz),
+              reinterpret_cast<uint64_t>(p->hEvent));
+      break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoDAsync_v2: {
+      const auto* p = static_cast<const cuMemcpyHtoDAsync_v2_params*>(cb->functionParams);
+      r->MemOp(now, MemKind::kHtoD, DeviceOf(ctx), StreamOf(ctx, p->hStream, false), p->ByteCount,
+               cb->correlationId);
+      break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoHAsync_v2: {
+      const auto* p = static_cast<const cuMemcpyDtoHAsync_v2_params*>(cb->functionParams);
+      r->MemOp(now, MemKind::kDtoH, DeviceOf(ctx), StreamOf(ctx, p->hStream, false), p->ByteCount,
+               cb->correlationId);
+      break;
+    }
+    default:
+      break;
+  }
+}
+
+bool Check(CUptiResult r, const char* what) {
+  if (r == CUPTI_SUCCESS) return true;
+  const char* msg = nullptr;
+  cuptiGetResultString(r, &msg);
+  std::fprintf(stderr, "rerace recorder: %s failed: %s\n", what, msg ? msg : "?");
+  return false;
+}
+
+void Init() {
+  std::call_once(g_init_once, [] {
+    for (size_t i = 0; i < kActivityBuffers; ++i) {
+      void* p = nullptr;
+      if (posix_memalign(&p, 8, kActivityBufferBytes) == 0) g_pool.push_back(static_cast<uint8_t*>(p));
+    }
+    if (!Check(cuptiSubscribe(&g_subscriber, Callback, nullptr), "cuptiSubscribe")) return;
+    Check(cuptiEnableDomain(1, g_subscriber, CUPTI_CB_DOMAIN_RESOURCE), "enable resource callbacks");
+    Check(cuptiEnableDomain(1, g_subscriber, CUPTI_CB_DOMAIN_NVTX), "enable NVTX callbacks");
+    const CUpti_CallbackId driver[] = {
+        CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz,
+        CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel,
+        CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz,
+        CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz,
+        CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize, CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize_v2,
+        CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize, CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize_ptsz,
+        CUPTI_DRIVER_TRACE_CBID_cuEventSynchronize, CUPTI_DRIVER_TRACE_CBID_cuEventRecord,
+        CUPTI_DRIVER_TRACE_CBID_cuEventRecord_ptsz, CUPTI_DRIVER_TRACE_CBID_cuStreamWaitEvent,
+        CUPTI_DRIVER_TRACE_CBID_cuStreamWaitEvent_ptsz, CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoDAsync_v2,
+        CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoHAsync_v2,
+    };
+    for (CUpti_CallbackId id : driver)
+      Check(cuptiEnableCallback(1, g_subscriber, CUPTI_CB_DOMAIN_DRIVER_API, id), "enable a driver callback");
+    Check(cuptiActivityRegisterCallbacks(BufferRequested, BufferCompleted), "register activity buffers");
+    // CONCURRENT_KERNEL, never KERNEL (which serializes the GPU's kernels).
+    Check(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL), "enable kernel activity");
+  });
+}
+
+}  // namespace
+}  // namespace rerace::recorder
+
+extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) {
+  rerace::recorder::Init();
+  return 1;
+}

@@ -1,0 +1,119 @@
+// tools/rerace/record_cmd.cc: `rerace record`, which runs a command under the CUPTI recorder.
+#include <fmt/format.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <memory>
+
+#include "commands.h"
+#include "rerace/base/result.h"
+#include "rerace/traces/reader.h"
+
+namespace rerace::tools {
+
+namespace {
+
+struct RecordArgs {
+  std::string output = "rerace.rrt";
+  std::string library;
+  std::vector<std::string> command;
+};
+
+std::string DefaultLibrary() {
+  std::error_code ec;
+  const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) return "";
+  for (const char* rel : {"../lib/librerace_cupti.so", "../lib/rerace/librerace_cupti.so"}) {
+    const auto p = (exe.parent_path() / rel).lexically_normal();
+    if (std::filesystem::exists(p)) return p.string();
+  }
+  return "";
+}
+
+int RunRecord(const RecordArgs& a) {
+  if (a.command.empty())
+    return ReportError({"record: no command given: rerace record [-o FILE] -- COMMAND ARGS...", kExitUsage});
+  const std::string lib = a.library.empty() ? DefaultLibrary() : a.library;
+  if (lib.empty() || !std::filesystem::exists(lib))
+    return ReportError({fmt::format("record: the CUPTI injection library was not found{}{}: build "
+                                    "with CUDA (make build CUDA=ON) or pass --library",
+                                    lib.empty() ? "" : " at ", lib),
+                        kExitNoInput});
+  for (const char* var : {"CUDA_INJECTION64_PATH", "NVTX_INJECTION64_PATH"}) {
+    const char* cur = std::getenv(var);
+    if (cur && *cur && std::string(cur) != lib)
+      return ReportError({fmt::format("record: {} is already set to {} (another tool's injection); "
+                                      "unset it to record with rerace",
+                                      var, cur),
+                          kExitUsage});
+  }
+  const std::string out = std::filesystem::absolute(a.output).string();
+  setenv("CUDA_INJECTION64_PATH", lib.c_str(), 1);
+  setenv("NVTX_INJECTION64_PATH", lib.c_str(), 1);
+  setenv("RERACE_TRACE", out.c_str(), 1);
+  const pid_t child = fork();
+  if (child < 0) return ReportError({fmt::format("record: fork failed: {}", std::strerror(errno)), kExitInternal});
+  if (child == 0) {
+    std::vector<char*> argv;
+    for (const auto& s : a.command) argv.push_back(const_cast<char*>(s.c_str()));
+    argv.push_back(nullptr);
+    execvp(argv[0], argv.data());
+    std::fprintf(stderr, "rerace: error: record: cannot run %s: %s\n", argv[0], std::strerror(errno));
+    _exit(127);
+  }
+  int status = 0;
+  while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  }
+  const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  // The recorder names each process's file by rank and pid: list what this run wrote.
+  const auto dir = std::filesystem::path(out).parent_path();
+  const std::string stem = std::filesystem::path(out).stem().string();
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind(stem + ".", 0) != 0 || entry.path().extension() != ".rrt") continue;
+    if (name.find(fmt::format("pid{}", child)) == std::string::npos &&
+        name.find(".rank") == std::string::npos)
+      continue;
+    auto t = traces::ReadTrace(entry.path().string());
+    if (!t) {
+      std::fprintf(stderr, "rerace: %s\n", t.error().message.c_str());
+      continue;
+    }
+    uint64_t launches = 0, tuner = 0;
+    for (const auto& e : t->events) {
+      launches += e.kind == traces::EventKind::kLaunch;
+      tuner += e.kind == traces::EventKind::kTuner;
+    }
+    std::fprintf(stderr,
+                 "rerace: trace %s: %zu events, %zu threads, %llu launches, %llu tuner transitions, "
+                 "%llu CUPTI records dropped, %s\n",
+                 entry.path().c_str(), t->events.size(), t->threads.size(),
+                 static_cast<unsigned long long>(launches), static_cast<unsigned long long>(tuner),
+                 static_cast<unsigned long long>(t->footer.cupti_dropped),
+                 t->truncated ? t->truncation.c_str() : "complete");
+  }
+  return code;
+}
+
+}  // namespace
+
+void RegisterRecord(CLI::App& app, CommandTable& table) {
+  auto a = std::make_shared<RecordArgs>();
+  CLI::App* r = app.add_subcommand(
+      "record",
+      "Run a command under the CUPTI recorder (GPU machines): every launch, its GPU timing, the "
+      "synchronizations and the NVTX tuner marks go to a trace per process, named "
+      "FILE-stem.[rankR.]pidP.rrt. The command's exit status is passed through");
+  r->add_option("-o,--output", a->output, "Trace file name (stem)")->default_val("rerace.rrt");
+  r->add_option("--library", a->library, "The injection library (default: next to this binary)");
+  r->add_option("command", a->command, "The command and its arguments, after --")->required();
+  table.Add(r, [a] { return RunRecord(*a); });
+}
+
+}  // namespace rerace::tools
