@@ -68,6 +68,46 @@ const TunerField kFields[] = {TunerField::kNone,          TunerField::kNargs,
 
 }  // namespace
 
+bool IsThreadMark(std::string_view text) {
+  return text.substr(0, kThreadPrefix.size()) == kThreadPrefix;
+}
+
+bool IsLockMark(std::string_view text) { return text.substr(0, kLockPrefix.size()) == kLockPrefix; }
+
+Result<std::string> ParseThreadMark(std::string_view text) {
+  const std::string_view body = text.substr(kThreadPrefix.size());
+  std::string name;
+  if (body.substr(0, 5) != "name=" || !Unescape(body.substr(5), name) || name.empty())
+    return Error{fmt::format("thread mark '{}': expected 'name=...'", text.substr(0, 120)),
+                 kExitDataError};
+  return name;
+}
+
+Result<LockMark> ParseLockMark(std::string_view text) {
+  LockMark m;
+  bool kind = false, lock = false;
+  for (std::string_view field : Split(text.substr(kLockPrefix.size()), ' ')) {
+    const size_t eq = field.find('=');
+    if (eq == std::string_view::npos) continue;
+    const std::string_view k = field.substr(0, eq), v = field.substr(eq + 1);
+    if (k == "kind") {
+      kind = v == "acquire" || v == "release";
+      m.kind = v == "release" ? traces::LockKind::kRelease : traces::LockKind::kAcquire;
+    } else if (k == "lock") {
+      std::string_view hex = v.substr(0, 2) == "0x" ? v.substr(2) : v;
+      auto [p, ec] = std::from_chars(hex.data(), hex.data() + hex.size(), m.lock, 16);
+      lock = ec == std::errc() && p == hex.data() + hex.size();
+    } else if (k == "name") {
+      if (!Unescape(v, m.name)) lock = false;
+    }
+  }
+  if (!kind || !lock)
+    return Error{fmt::format("lock mark '{}': expected kind=acquire|release and lock=0x...",
+                             text.substr(0, 120)),
+                 kExitDataError};
+  return m;
+}
+
 bool IsTunerMark(std::string_view text) { return text.substr(0, kTunerPrefix.size()) == kTunerPrefix; }
 
 std::string EncodeTunerMark(const TunerMark& m) {

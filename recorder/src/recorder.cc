@@ -293,6 +293,27 @@ Result<void> Recorder::DrainAll() {
         break;
       }
       case RawRecord::kNvtx: {
+        if (IsThreadMark(it.text)) {
+          if (auto name = ParseThreadMark(it.text)) {
+            writer_->RenameThread(thread, *name);
+            break;
+          }
+          CountProblem();
+        }
+        if (IsLockMark(it.text)) {
+          if (auto lm = ParseLockMark(it.text)) {
+            Event e;
+            e.kind = EventKind::kLock;
+            e.thread = thread;
+            e.cpu_ns = r.cpu_ns;
+            e.lock = lm->kind;
+            e.handle = lm->lock;
+            e.text = writer_->String(lm->name);
+            writer_->Append(e);
+            break;
+          }
+          CountProblem();
+        }
         if (IsTunerMark(it.text)) {
           auto m = ParseTunerMark(it.text);
           if (m) {

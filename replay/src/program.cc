@@ -32,17 +32,15 @@ Result<Program> BuildProgram(const Trace& trace, const std::string& source) {
     if (e.kind == EventKind::kActivity && e.gpu_start_ns != 0)
       duration[e.correlation] = e.gpu_end_ns - e.gpu_start_ns;
 
-  std::vector<int> index_of(trace.threads.size(), -1);  // trace thread → program thread
-  auto program_of = [&](uint32_t t) -> ThreadProgram& {
-    if (index_of[t] < 0) {
-      index_of[t] = static_cast<int>(p.threads.size());
-      ThreadProgram tp;
-      tp.thread = t;
-      tp.name = trace.threads[t].name;
-      p.threads.push_back(std::move(tp));
-    }
-    return p.threads[static_cast<size_t>(index_of[t])];
-  };
+  // One program per recorded thread, in the trace's thread order: replay's thread ids are the
+  // trace's (what `rerace show` prints). A thread that did nothing replay models just ends.
+  for (const Thread& t : trace.threads) {
+    ThreadProgram tp;
+    tp.thread = t.id;
+    tp.name = t.name;
+    p.threads.push_back(std::move(tp));
+  }
+  auto program_of = [&](uint32_t t) -> ThreadProgram& { return p.threads[t]; };
 
   std::vector<int64_t> open_call(trace.threads.size(), -1);  // per thread: call being recorded
   auto bad = [&](const Event& e, const std::string& what) {
@@ -55,7 +53,7 @@ Result<Program> BuildProgram(const Trace& trace, const std::string& source) {
       case EventKind::kTuner: {
         const TunerEvent& te = trace.tuner_events[e.tuner];
         ThreadProgram& tp = program_of(e.thread);
-        tp.transitions.push_back({te.kind, te.config, e.seq});
+        tp.transitions.push_back({te.kind, te.config, e.seq, te.field});
         if (te.kind == TunerKind::kCallBegin) {
           if (te.configs.empty()) return bad(e, "a tuner call with no configs");
           TunerCall c;
@@ -82,6 +80,8 @@ Result<Program> BuildProgram(const Trace& trace, const std::string& source) {
           break;
         }
         if (open_call[e.thread] < 0) {
+          // Field accesses outside a call: the tuner's constructor (self.cache = {}).
+          if (te.kind == TunerKind::kFieldRead || te.kind == TunerKind::kFieldWrite) break;
           if (te.kind == TunerKind::kError) {
             tp.failures.push_back({e.seq, te.error_type, te.error_message, te.error_where});
             break;

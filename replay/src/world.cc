@@ -1,15 +1,15 @@
 // replay/src/world.cc: the tuner models (Triton 3.6's Autotuner, FLA's CachedAutotuner), the
 // fixes' variants of them, and the virtual GPU.
 //
-// Line labels: the hook lines (_pre_hook 61/63, _post_hook 74/75) and _bench's are Triton
-// 3.6's, anchored on the KeyError at autotuner.py:74 measured on the H200; the lines in run()
-// and benchmark() follow the same source's layout and may be off by a few in other
-// releases. The Triton probe records the real ones.
+// Line labels are those of triton/runtime/autotuner.py in the Triton 3.6.0 wheel (read from the
+// installed package; the KeyError at line 74 is the one the H200 measured).
 #include "world.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 
 namespace rerace::replay::detail {
 
@@ -17,34 +17,34 @@ using traces::TunerKind;
 
 namespace {
 constexpr const char* kRunSetNargs =
-    "autotuner.py:211 Autotuner.run: self.nargs = dict(zip(self.arg_names, args))";
-constexpr const char* kRunReadNargs = "autotuner.py:214 Autotuner.run: all_args = {**self.nargs, **kwargs}";
-constexpr const char* kRunCacheCheck = "autotuner.py:221 Autotuner.run: if key not in self.cache";
+    "autotuner.py:213 Autotuner.run: self.nargs = dict(zip(self.arg_names, args))";
+constexpr const char* kRunReadNargs = "autotuner.py:216 Autotuner.run: all_args = {**self.nargs, **kwargs}";
+constexpr const char* kRunCacheCheck = "autotuner.py:223 Autotuner.run: if key not in self.cache";
 constexpr const char* kBenchNargs =
-    "autotuner.py:141 Autotuner._bench: full_nargs = {**self.nargs, **current}";
+    "autotuner.py:143 Autotuner._bench: full_nargs = {**self.nargs, **current}";
 constexpr const char* kPreHookWrite =
     "autotuner.py:63 _pre_hook: self.restore_copies = {name: kwargs[name].clone() ...}";
 constexpr const char* kPostHookRead =
     "autotuner.py:74 _post_hook: kwargs[name].copy_(self.restore_copies[name])";
 constexpr const char* kPostHookReset = "autotuner.py:75 _post_hook: self.restore_copies = {}";
-constexpr const char* kBenchTime = "autotuner.py:229 benchmark: self.bench_time = bench_end - bench_start";
+constexpr const char* kBenchTime = "autotuner.py:231 benchmark: self.bench_time = bench_end - bench_start";
 constexpr const char* kCacheWrite =
-    "autotuner.py:230 benchmark: self.cache[key] = builtins.min(timings, key=timings.get)";
+    "autotuner.py:232 benchmark: self.cache[key] = builtins.min(timings, key=timings.get)";
 constexpr const char* kBenchmarkNargs =
-    "autotuner.py:231 benchmark: full_nargs = {**self.nargs, **kwargs, **config.all_kwargs()}";
-constexpr const char* kConfigsTimings = "autotuner.py:233 benchmark: self.configs_timings = timings";
-constexpr const char* kRunCacheRead = "autotuner.py:240 Autotuner.run: config = self.cache[key]";
-constexpr const char* kBestConfig = "autotuner.py:243 Autotuner.run: self.best_config = config";
-constexpr const char* kRunClearNargs = "autotuner.py:253 Autotuner.run: self.nargs = None";
+    "autotuner.py:233 benchmark: full_nargs = {**self.nargs, **kwargs, **config.all_kwargs()}";
+constexpr const char* kConfigsTimings = "autotuner.py:235 benchmark: self.configs_timings = timings";
+constexpr const char* kRunCacheRead = "autotuner.py:242 Autotuner.run: config = self.cache[key]";
+constexpr const char* kBestConfig = "autotuner.py:245 Autotuner.run: self.best_config = config";
+constexpr const char* kRunClearNargs = "autotuner.py:257 Autotuner.run: self.nargs = None";
 constexpr const char* kFlaCheck = "fla CachedAutotuner.run: if key in self.config_cache";
 constexpr const char* kFlaLoad = "fla CachedAutotuner.run: self.cache[key] = cached config";
 constexpr const char* kFlaBest = "fla CachedAutotuner.run: best = self.best_config";
 constexpr const char* kFlaStore = "fla CachedAutotuner.run: self.config_cache[key] = best";
 
 constexpr const char* kWherePostHook = "triton/runtime/autotuner.py:74 in _post_hook";
-constexpr const char* kWhereBench = "triton/runtime/autotuner.py:141 in _bench";
-constexpr const char* kWhereRun = "triton/runtime/autotuner.py:214 in run";
-constexpr const char* kWhereBenchmark = "triton/runtime/autotuner.py:231 in benchmark";
+constexpr const char* kWhereBench = "triton/runtime/autotuner.py:143 in _bench";
+constexpr const char* kWhereRun = "triton/runtime/autotuner.py:216 in run";
+constexpr const char* kWhereBenchmark = "triton/runtime/autotuner.py:233 in benchmark";
 
 // Runs `f` holding `m` (if any). A PyError leaving `f` is caught, the lock released after the
 // catch block has ended (no fiber switch while an exception is in flight), then rethrown.
@@ -86,8 +86,14 @@ World::Queue::Queue(sim::Scheduler& s, const std::string& name)
 World::World(sim::Scheduler& s, const Program& p, const ReplayOptions& o, uint32_t reps, bool fla,
              const std::vector<uint64_t>* anchors_in, std::vector<uint64_t>* anchors_out)
     : s_(s), p_(p), o_(o), reps_(reps), fla_(fla), anchors_in_(anchors_in), anchors_(anchors_out),
-      cursor_(p.threads.size(), 0) {
+      cursor_(p.threads.size(), 0), fields_recorded_(p.threads.size(), false),
+      reads_recorded_(p.threads.size(), false) {
   (void)anchors_in_;
+  for (size_t t = 0; t < p.threads.size(); ++t)
+    for (const RecordedTransition& tr : p.threads[t].transitions) {
+      if (tr.kind == TunerKind::kFieldWrite) fields_recorded_[t] = true;
+      if (tr.kind == TunerKind::kFieldRead) reads_recorded_[t] = true;
+    }
   for (const TunerCall& c : p.calls) {
     auto [it, fresh] = tuner_index_.try_emplace(c.tuner, keys_.size());
     if (fresh) keys_.emplace_back();
@@ -148,6 +154,7 @@ sim::Mutex* World::LockFor(Region r) {
 }
 
 Nargs World::ReadNargs(TunerState& st, const char* label) {
+  AnchorRead(s_.CurrentThread(), traces::TunerField::kNargs);
   if (o_.fix.IsLocal(Field::kNargs)) return st.nargs_local.Get();
   return st.nargs.Read(label);
 }
@@ -177,20 +184,60 @@ void World::WriteCopies(TunerState& st, Copies v, const char* label) {
   st.restore_copies.Write(v, label);
 }
 
-void World::Anchor(uint32_t thread, TunerKind kind, int32_t config) {
+void World::AnchorWrite(uint32_t thread, traces::TunerField field) {
+  if (anchors_ == nullptr || thread >= p_.threads.size() || !fields_recorded_[thread]) return;
+  Anchor(thread, TunerKind::kFieldWrite, -1, field);
+}
+
+void World::AnchorRead(uint32_t thread, traces::TunerField field) {
+  if (anchors_ == nullptr || thread >= p_.threads.size() || !reads_recorded_[thread]) return;
+  Anchor(thread, TunerKind::kFieldRead, -1, field);
+}
+
+void World::CountUnreached(uint32_t thread) {
+  if (anchors_ == nullptr || thread >= p_.threads.size()) return;
+  const auto& tr = p_.threads[thread].transitions;
+  uint64_t n = 0;
+  for (size_t c = cursor_[thread]; c < tr.size(); ++c)
+    n += tr[c].kind != TunerKind::kError && tr[c].kind != TunerKind::kFieldRead &&
+         tr[c].kind != TunerKind::kFieldWrite;
+  if (std::getenv("RERACE_DEBUG_ANCHORS"))
+    std::fprintf(stderr, "anchor: thread %u ended with %llu recorded transitions unreached\n",
+                 thread, static_cast<unsigned long long>(n));
+  left_recording_ += n;
+}
+
+void World::Anchor(uint32_t thread, TunerKind kind, int32_t config, traces::TunerField field) {
   if (anchors_ == nullptr || thread >= p_.threads.size()) return;
   const auto& tr = p_.threads[thread].transitions;
   size_t& c = cursor_[thread];
-  auto anchors_on = [](TunerKind k) {
+  const bool fields = fields_recorded_[thread];
+  const bool reads = reads_recorded_[thread];
+  auto anchors_on = [fields, reads](const RecordedTransition& t) {
+    const TunerKind k = t.kind;
+    if (k == TunerKind::kFieldWrite)
+      return fields && (t.field == traces::TunerField::kNargs ||
+                        t.field == traces::TunerField::kRestoreCopies ||
+                        t.field == traces::TunerField::kBestConfig);
+    if (k == TunerKind::kFieldRead)
+      return reads && (t.field == traces::TunerField::kNargs ||
+                       t.field == traces::TunerField::kRestoreCopies);
     return k == TunerKind::kCallBegin || k == TunerKind::kCallEnd || k == TunerKind::kBenchBegin ||
            k == TunerKind::kBenchEnd || k == TunerKind::kPreHook || k == TunerKind::kPostHook ||
            k == TunerKind::kLaunch;
   };
-  while (c < tr.size() && !anchors_on(tr[c].kind)) ++c;
-  if (c < tr.size() && tr[c].kind == kind && (config < 0 || tr[c].config == config)) {
+  while (c < tr.size() && !anchors_on(tr[c])) ++c;
+  if (c < tr.size() && tr[c].kind == kind && (config < 0 || tr[c].config == config) &&
+      (field == traces::TunerField::kNone || tr[c].field == field)) {
     (*anchors_)[thread] = tr[c].seq;
     ++c;
   } else {
+    if (left_recording_ < 8 && std::getenv("RERACE_DEBUG_ANCHORS"))
+      std::fprintf(stderr, "anchor: thread %u wants %s/%d/%s, recording has %s/%d/%s at %zu of %zu\n",
+                   thread, traces::TunerKindName(kind), config, traces::TunerFieldName(field),
+                   c < tr.size() ? traces::TunerKindName(tr[c].kind) : "end",
+                   c < tr.size() ? tr[c].config : -9,
+                   c < tr.size() ? traces::TunerFieldName(tr[c].field) : "-", c, tr.size());
     ++left_recording_;
   }
 }
@@ -275,6 +322,7 @@ void World::RunThread(uint32_t t) {
   } catch (PyError& e) {
     findings_.push_back(std::move(e.finding));
   }
+  CountUnreached(t);
   // Locks the recording shows taken and not released by the end (an exception) are released,
   // as Python's `with` would.
   for (auto& [id, m] : recorded_locks_)
@@ -360,6 +408,7 @@ void World::TritonRun(uint32_t thread, const TunerCall& c, uint32_t call) {
                       kFlaLoad);
     }
   }
+  AnchorWrite(thread, traces::TunerField::kNargs);
   WriteNargs(st, {static_cast<int32_t>(call), thread, 0, 0}, kRunSetNargs);
   int32_t key = own_key;
   int32_t config = 0;
@@ -412,6 +461,7 @@ void World::TritonRun(uint32_t thread, const TunerCall& c, uint32_t call) {
         [&](const std::vector<int32_t>& v) { return v[static_cast<size_t>(key)]; }, kRunCacheRead);
     if (config < 0) config = 0;  // a tuning that failed in another thread left no entry
   }
+  AnchorWrite(thread, traces::TunerField::kBestConfig);
   st.best_config.Write({config, thread, key}, kBestConfig);
   Anchor(thread, TunerKind::kLaunch, -1);
   if (key != own_key) {
@@ -420,9 +470,10 @@ void World::TritonRun(uint32_t thread, const TunerCall& c, uint32_t call) {
                        "arguments were in self.nargs when it computed its key), not for its own "
                        "key {}",
                        thread, c.kernel, keys_[tuner_index_.at(c.tuner)][static_cast<size_t>(key)], c.key),
-           "triton/runtime/autotuner.py:214 in run");
+           "triton/runtime/autotuner.py:216 in run");
   }
   Launch(c.device, c.stream, c.launch_ns);
+  AnchorWrite(thread, traces::TunerField::kNargs);
   WriteNargs(st, {-1, thread, 0, 0}, kRunClearNargs);
   if (fla_ && !fla_hit) {
     const Owned best = st.best_config.Read(kFlaBest);
@@ -490,15 +541,19 @@ void World::Bench(uint32_t thread, const TunerCall& c, TunerState& st, size_t co
   for (uint32_t r = 0; r < reps; ++r) {
     Locked(LockFor(Region::kHooks), "lock around the pre-hook", [&] {
       Anchor(thread, TunerKind::kPreHook, static_cast<int32_t>(config));
-      if (!c.restore_value.empty()) WriteCopies(st, {all, n.thread, 0, 0}, kPreHookWrite);
+      if (c.restore_value.empty()) return;
+      AnchorWrite(thread, traces::TunerField::kRestoreCopies);
+      WriteCopies(st, {all, n.thread, 0, 0}, kPreHookWrite);
     });
     Launch(c.device, c.stream, per_rep);
     Sync(c.device, c.stream, false);
     Locked(LockFor(Region::kHooks), "lock around the post-hook", [&] {
       Anchor(thread, TunerKind::kPostHook, static_cast<int32_t>(config));
       if (c.restore_value.empty()) return;
-      const Copies rc = ReadCopies(st, kPostHookRead);
       for (size_t i = 0; i < c.restore_value.size(); ++i) {
+        // One read per in-parameter, as the hook's loop reads self.restore_copies[name].
+        AnchorRead(thread, traces::TunerField::kRestoreCopies);
+        const Copies rc = ReadCopies(st, kPostHookRead);
         const std::string& name = c.arg_names[c.restore_value[i]];
         if ((rc.present >> i & 1) == 0) {
           Raise(thread, "in-param-not-in-cache", "KeyError", fmt::format("'{}'", name),
@@ -519,6 +574,7 @@ void World::Bench(uint32_t thread, const TunerCall& c, TunerState& st, size_t co
                  kWherePostHook, rc.writer);
         }
       }
+      AnchorWrite(thread, traces::TunerField::kRestoreCopies);
       WriteCopies(st, {0, n.thread, 0, 0}, kPostHookReset);
     });
   }

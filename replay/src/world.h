@@ -75,6 +75,9 @@ class World {
   void RunPrewarm();
   void RunOwner(uint32_t device);
   void Finalize(ReplayResult& r);
+  // --recorded: the recorded transitions a thread did not reach (it raised where the
+  // recording went on).
+  void CountUnreached(uint32_t thread);
 
   uint32_t prewarm_thread = UINT32_MAX;
   std::map<uint32_t, uint32_t> owner_thread;  // device → sim thread id
@@ -91,7 +94,12 @@ class World {
   Copies ReadCopies(TunerState& st, const char* label);
   void WriteCopies(TunerState& st, Copies v, const char* label);
   sim::Mutex* LockFor(Region r);
-  void Anchor(uint32_t thread, traces::TunerKind kind, int32_t config);
+  void Anchor(uint32_t thread, traces::TunerKind kind, int32_t config,
+              traces::TunerField field = traces::TunerField::kNone);
+  // Before a write of a shared field: anchors on the recorded write when the probe recorded
+  // field writes (RERACE_PROBE_FIELDS), so the recorded order places every write.
+  void AnchorWrite(uint32_t thread, traces::TunerField field);
+  void AnchorRead(uint32_t thread, traces::TunerField field);
   void AnchorOp(uint32_t thread, uint64_t seq);
   void Silent(uint32_t thread, std::string code, std::string words, std::string where,
               uint32_t other = UINT32_MAX);
@@ -110,6 +118,8 @@ class World {
   const std::vector<uint64_t>* anchors_in_;
   std::vector<uint64_t>* anchors_;
   std::vector<size_t> cursor_;  // per thread: next recorded transition
+  std::vector<bool> fields_recorded_;  // per thread: the recording has field writes
+  std::vector<bool> reads_recorded_;   // per thread: the recording has field reads
   uint64_t left_recording_ = 0;
 
   std::vector<std::vector<std::string>> keys_;  // per tuner index: key strings

@@ -62,6 +62,38 @@ TEST(Grammar, TunerMarksRoundTrip) {
   EXPECT_EQ(eb->event.error_where, err.event.error_where);
 }
 
+// Marks exactly as the Python probe writes them (tools/python/rerace_probe): the two
+// encoders must agree.
+TEST(Grammar, ParsesThePythonProbesMarks) {
+  auto b = ParseTunerMark(
+      "rerace:tuner kind=bench-end tuner=0x7f0012 class=triton.runtime.autotuner.Autotuner "
+      "kernel=l2norm_fwd_kernel config=3 timings=0.02,0.019,0.021 reps=3");
+  ASSERT_TRUE(b.ok()) << b.error().message;
+  EXPECT_EQ(b->event.repetitions, 3u);
+  EXPECT_EQ(b->event.timings_ms.size(), 3u);
+  auto c = ParseTunerMark(
+      "rerace:tuner kind=call-begin tuner=0xff class=c kernel=k "
+      "key=(4096,%20'torch.float32',%20'torch.float32') configs=BLOCK_N:%2064|BLOCK_N:%20128 "
+      "args=x_ptr|y_ptr|N restore=1");
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_EQ(c->event.key, "(4096, 'torch.float32', 'torch.float32')");
+  EXPECT_EQ(c->event.arg_names[c->event.restore_value[0]], "y_ptr");
+  auto e = ParseTunerMark(
+      "rerace:tuner kind=error tuner=0xff class=c kernel=k key=k etype=KeyError emsg='y_ptr' "
+      "ewhere=triton/runtime/autotuner.py:74%20_post_hook");
+  ASSERT_TRUE(e.ok()) << e.error().message;
+  EXPECT_EQ(e->event.error_where, "triton/runtime/autotuner.py:74 _post_hook");
+  auto t = ParseThreadMark("rerace:thread name=ThreadPoolExecutor-0_3");
+  ASSERT_TRUE(t.ok());
+  EXPECT_EQ(*t, "ThreadPoolExecutor-0_3");
+  auto l = ParseLockMark("rerace:lock kind=release lock=0x7f3a12 name=autotune%20lock");
+  ASSERT_TRUE(l.ok());
+  EXPECT_EQ(l->kind, traces::LockKind::kRelease);
+  EXPECT_EQ(l->lock, 0x7f3a12u);
+  EXPECT_EQ(l->name, "autotune lock");
+  EXPECT_FALSE(ParseLockMark("rerace:lock kind=maybe lock=0x1").ok());
+}
+
 TEST(Grammar, BadMarksAreErrorsNamingTheField) {
   struct Case {
     const char* text;

@@ -229,7 +229,8 @@ TEST(Replay, RecordedOrderOfTheSynthTraceRaisesInSevenOfEightThreads) {
     if (f.code == "in-param-not-in-cache") raised.insert(f.thread);
   // Lockstep order: thread 0's post-hook resets the dict first; the seven others then miss it.
   EXPECT_EQ(raised, (std::set<uint32_t>{1, 2, 3, 4, 5, 6, 7}));
-  EXPECT_EQ(a.left_recording, 0u);
+  // The synthetic recording records no failure; the threads that raise leave it early.
+  EXPECT_GT(a.left_recording, 0u);
 }
 
 TEST(Replay, RepetitionsFoldWithoutLosingTheFailure) {

@@ -20,6 +20,7 @@ namespace rerace::tools {
 namespace {
 
 struct RecordArgs {
+  std::string probe;
   std::string output = "rerace.rrt";
   std::string library;
   std::vector<std::string> command;
@@ -52,6 +53,18 @@ int RunRecord(const RecordArgs& a) {
                                       "unset it to record with rerace",
                                       var, cur),
                           kExitUsage});
+  }
+  if (!a.probe.empty()) {
+    // The Triton probe: a path entry whose sitecustomize imports it at start-up.
+    const std::string dir = std::string(RERACE_PYTHON_DIR);
+    const std::string boot = dir + "/rerace_probe/boot";
+    if (!std::filesystem::exists(boot + "/sitecustomize.py"))
+      return ReportError({fmt::format("record: the Triton probe is not at {}", boot), kExitNoInput});
+    const char* old = std::getenv("PYTHONPATH");
+    const std::string path = boot + ":" + dir + (old && *old ? std::string(":") + old : "");
+    setenv("PYTHONPATH", path.c_str(), 1);
+    // Field writes too, so that --recorded can place every write of the shared fields.
+    setenv("RERACE_PROBE_FIELDS", "1", 0);
   }
   const std::string out = std::filesystem::absolute(a.output).string();
   setenv("CUDA_INJECTION64_PATH", lib.c_str(), 1);
@@ -111,6 +124,10 @@ void RegisterRecord(CLI::App& app, CommandTable& table) {
       "synchronizations and the NVTX tuner marks go to a trace per process, named "
       "FILE-stem.[rankR.]pidP.rrt. The command's exit status is passed through");
   r->add_option("-o,--output", a->output, "Trace file name (stem)")->default_val("rerace.rrt");
+  r->add_option("--probe", a->probe,
+                "Load a probe into the program: 'triton' instruments Triton's Autotuner (and "
+                "FLA's CachedAutotuner) without changing the program")
+      ->check(CLI::IsMember({"triton"}));
   r->add_option("--library", a->library, "The injection library (default: next to this binary)");
   r->add_option("command", a->command, "The command and its arguments, after --")->required();
   table.Add(r, [a] { return RunRecord(*a); });

@@ -37,12 +37,15 @@ replay_all() {
     "$bin" replay "$trace" --seed "$seed" --strategy pct --json >>"$out" 2>&1 || true
   done
   "$bin" replay "$trace" --recorded >>"$out" 2>&1 || true
+  "$bin" replay "$real" --recorded --json >>"$out" 2>&1 || true
+  "$bin" check "$real" --fix tls-nargs --runs 100 >>"$out" 2>&1 || true
   "$bin" fuzz "$trace" --runs 200 --strategy timed >>"$out" 2>&1 || true
   for fix in none tls-nargs lock-run owner-thread; do
     "$bin" check "$trace" --fix "$fix" --runs 300 >>"$out" 2>&1 || true
   done
 }
 trace=$(dirname "$0")/../../traces/samples/synth-h200-shape.rrt
+real=$(dirname "$0")/../../traces/samples/triton-none-h200.rrt
 replay_all "$a" "$tmp/ra"
 replay_all "$b" "$tmp/rb"
 if ! cmp -s "$tmp/ra" "$tmp/rb"; then

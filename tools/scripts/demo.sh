@@ -1,34 +1,34 @@
 #!/usr/bin/env bash
-# make demo: replay the bundled trace under a seed and show the KeyError, replay it again from
-# its saved schedule alone, replay the recorded order, then the verdict of each fix.
+# make demo: replay a trace recorded on an H200 (Triton 3.6, eight threads, one autotuned
+# kernel, cold cache): the recorded KeyError reproduced on a CPU, a seeded schedule that hits
+# it and its saved schedule replayed alone, then the verdict of each fix.
 set -uo pipefail
 rerace=${1:-build/bin/rerace}
-trace=traces/samples/synth-h200-shape.rrt
+trace=traces/samples/triton-none-h200.rrt
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 say() { printf '\n\033[1m$ %s\033[0m\n' "$*"; }
-expect() { # expect CODE what
-  [ "$1" -eq "$2" ] || { echo "demo: expected exit $2 from $3, got $1"; exit 1; }
-}
+expect() { [ "$1" -eq "$2" ] || { echo "demo: expected exit $2 from $3, got $1"; exit 1; }; }
 
-say rerace show "$trace"
-"$rerace" show "$trace" | head -12
-echo "  ..."
+say rerace show "$trace" "| head -24"
+"$rerace" show "$trace" | grep -vE '^      device' | head -24
 
-say rerace replay "$trace" --seed 3 --save-schedule "$out/keyerror.sched"
-"$rerace" replay "$trace" --seed 3 --save-schedule "$out/keyerror.sched"
+say rerace replay "$trace" --recorded "| head -14   # the GPU's interleaving, on this CPU"
+"$rerace" replay "$trace" --recorded | head -14
+
+say rerace replay "$trace" --seed 3 --save-schedule "$out/keyerror.sched" "| head -8"
+"$rerace" replay "$trace" --seed 3 --save-schedule "$out/keyerror.sched" | head -8
+"$rerace" replay "$trace" --seed 3 >/dev/null
 expect $? 1 "replay --seed 3"
 
-say rerace replay "$trace" --schedule "$out/keyerror.sched" "| head -5   # no seed: the schedule alone"
-"$rerace" replay "$trace" --schedule "$out/keyerror.sched" | head -5
-
-say rerace replay "$trace" --recorded "| head -12"
-"$rerace" replay "$trace" --recorded | head -12
+say rerace replay "$trace" --schedule "$out/keyerror.sched" "| head -4   # no seed: the schedule alone"
+"$rerace" replay "$trace" --schedule "$out/keyerror.sched" | head -4
 
 for fix in none tls-nargs lock-run call-local lock-key-future prewarm owner-thread; do
-  say rerace check "$trace" --fix "$fix" "| grep -E 'verdict|FAILED|cost|^  [A-Z]'"
+  say rerace check "$trace" --fix "$fix" "| grep -E 'verdict|FAILED|cost|Error'"
   "$rerace" check "$trace" --fix "$fix" | grep -E 'verdict|FAILED|cost|^  [A-Z][a-zA-Z]*Error'
 done
 echo
-echo "demo: the H200's verdicts, reproduced on a CPU: unpatched fails (KeyError: 'y_ptr'),"
-echo "demo: thread-local nargs (triton issue 11494) still fails, a lock around Autotuner.run holds."
+echo "demo: the H200's verdicts, reproduced on a CPU from one recorded step: unpatched fails"
+echo "demo: (KeyError: 'y_ptr' in the same 7 of 8 threads), thread-local nargs (triton issue"
+echo "demo: 11494) still fails, a lock around Autotuner.run holds."

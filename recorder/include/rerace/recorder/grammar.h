@@ -35,6 +35,24 @@ struct TunerMark {
   std::string kernel;
 };
 
+// Two more marks, from the probes: a thread's name as the program knows it (Python thread
+// names), and a lock taken through the probe's lock wrapper.
+//   rerace:thread name=ThreadPoolExecutor-0_3
+//   rerace:lock kind=acquire lock=0x7f3a12 name=autotune
+inline constexpr std::string_view kThreadPrefix = "rerace:thread ";
+inline constexpr std::string_view kLockPrefix = "rerace:lock ";
+
+struct LockMark {
+  traces::LockKind kind = traces::LockKind::kAcquire;
+  uint64_t lock = 0;
+  std::string name;
+};
+
+bool IsThreadMark(std::string_view text);
+bool IsLockMark(std::string_view text);
+Result<std::string> ParseThreadMark(std::string_view text);
+Result<LockMark> ParseLockMark(std::string_view text);
+
 bool IsTunerMark(std::string_view text);
 std::string EncodeTunerMark(const TunerMark& m);
 // Error (exit 65) names the field and what was expected.

@@ -60,6 +60,7 @@ struct RecordedTransition {
   traces::TunerKind kind;
   int32_t config;
   uint64_t seq;            // global position in the trace
+  traces::TunerField field = traces::TunerField::kNone;  // kFieldRead / kFieldWrite
 };
 
 struct RecordedFailure {
