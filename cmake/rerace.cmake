@@ -32,6 +32,14 @@ function(rerace_library)
     target_compile_options(${target} PRIVATE ${RERACE_WARNINGS})
   endif()
   add_library(rerace::${A_NAME} ALIAS ${target})
+  # Installed as rerace::<component> through find_package(rerace).
+  set_target_properties(${target} PROPERTIES EXPORT_NAME ${A_NAME})
+  install(TARGETS ${target} EXPORT reraceTargets
+    ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+    INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+  if(EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/include)
+    install(DIRECTORY ${CMAKE_CURRENT_SOURCE_DIR}/include/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+  endif()
 endfunction()
 
 # rerace_test(NAME name SOURCES ... DEPS ... [LABELS ...])

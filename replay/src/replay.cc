@@ -68,9 +68,13 @@ ReplayResult Replayer::Run(sim::Strategy& strategy) {
 }
 
 ReplayResult Replayer::RunRecorded() {
+  return RunRecorded([](sim::Strategy& s) -> sim::Strategy& { return s; });
+}
+
+ReplayResult Replayer::RunRecorded(const std::function<sim::Strategy&(sim::Strategy&)>& wrap) {
   std::vector<uint64_t> anchors;
   RecordedOrder strategy(anchors);
-  return RunWith(strategy, &anchors, &anchors, 0);
+  return RunWith(wrap(strategy), &anchors, &anchors, 0);
 }
 
 ReplayResult Replayer::RunWith(sim::Strategy& strategy, const std::vector<uint64_t>* anchors_in,

@@ -247,7 +247,7 @@ void World::AnchorOp(uint32_t thread, uint64_t seq) {
 }
 
 void World::Silent(uint32_t thread, std::string code, std::string words, std::string where,
-                   uint32_t other) {
+                   uint32_t other, uint64_t other_step) {
   for (const Finding& f : findings_)
     if (f.code == code && f.thread == thread) return;  // the first of each kind per thread
   Finding f;
@@ -260,11 +260,12 @@ void World::Silent(uint32_t thread, std::string code, std::string words, std::st
   f.where = std::move(where);
   f.words = std::move(words);
   f.other = other;
+  f.other_step = other_step;
   findings_.push_back(std::move(f));
 }
 
 void World::Raise(uint32_t thread, std::string code, std::string type, std::string message,
-                  std::string where, std::string words, uint32_t other) {
+                  std::string where, std::string words, uint32_t other, uint64_t other_step) {
   Finding f;
   f.code = std::move(code);
   f.thread = thread;
@@ -275,6 +276,7 @@ void World::Raise(uint32_t thread, std::string code, std::string type, std::stri
   f.where = std::move(where);
   f.words = std::move(words);
   f.other = other;
+  f.other_step = other_step;
   throw PyError{std::move(f)};
 }
 
@@ -419,7 +421,7 @@ void World::TritonRun(uint32_t thread, const TunerCall& c, uint32_t call) {
             fmt::format("nargs is None while thread {} computes its key: thread {} set it to None "
                         "at step {}",
                         thread, n.writer, n.step),
-            n.writer);
+            n.writer, n.step);
     }
     key = KeyId(c, p_.calls[static_cast<size_t>(n.call)].key);
     Locked(LockFor(Region::kCache), "lock around the cache", [&] {
@@ -510,7 +512,7 @@ int32_t World::Benchmark(uint32_t thread, const TunerCall& c, TunerState& st, in
             fmt::format("nargs is None after thread {} benchmarked: thread {} set it to None at "
                         "step {}",
                         thread, n.writer, n.step),
-            n.writer);
+            n.writer, n.step);
     }
     if (!c.reset_to_zero.empty() && n.thread != thread) {
       Silent(thread, "wrong-restore",
@@ -532,7 +534,7 @@ void World::Bench(uint32_t thread, const TunerCall& c, TunerState& st, size_t co
           fmt::format("nargs is None while thread {} benchmarks config {}: thread {} set it to "
                       "None at step {}",
                       thread, config, n.writer, n.step),
-          n.writer);
+          n.writer, n.step);
   }
   const uint32_t recorded = std::max<uint32_t>(c.bench_reps[config], 1);
   const uint32_t reps = reps_ == 0 ? recorded : std::min(reps_, recorded);
@@ -562,7 +564,7 @@ void World::Bench(uint32_t thread, const TunerCall& c, TunerState& st, size_t co
                             "restore_copies to {{}} at step {} while thread {} was benchmarking "
                             "config {}",
                             name, rc.writer, rc.step, thread, config),
-                rc.writer);
+                rc.writer, rc.step);
         }
         if (rc.owner != n.thread) {
           Silent(thread, "wrong-restore",
@@ -571,7 +573,7 @@ void World::Bench(uint32_t thread, const TunerCall& c, TunerState& st, size_t co
                              thread, rc.owner, name, rc.writer, rc.step,
                              n.thread == thread ? std::string("its own")
                                                 : fmt::format("thread {}'s", n.thread)),
-                 kWherePostHook, rc.writer);
+                 kWherePostHook, rc.writer, rc.step);
         }
       }
       AnchorWrite(thread, traces::TunerField::kRestoreCopies);

@@ -102,10 +102,10 @@ class World {
   void AnchorRead(uint32_t thread, traces::TunerField field);
   void AnchorOp(uint32_t thread, uint64_t seq);
   void Silent(uint32_t thread, std::string code, std::string words, std::string where,
-              uint32_t other = UINT32_MAX);
+              uint32_t other = UINT32_MAX, uint64_t other_step = UINT64_MAX);
   [[noreturn]] void Raise(uint32_t thread, std::string code, std::string type,
                           std::string message, std::string where, std::string words,
-                          uint32_t other = UINT32_MAX);
+                          uint32_t other = UINT32_MAX, uint64_t other_step = UINT64_MAX);
   void Launch(uint32_t device, uint64_t stream, Nanos duration);
   void Sync(uint32_t device, uint64_t stream, bool whole_device);
   std::string ThreadName(uint32_t t) const;

@@ -14,9 +14,10 @@ struct CliRun {
   std::string out;  // stdout and stderr together
 };
 
-CliRun Rerace(const std::string& args) {
+CliRun Rerace(const std::string& args, const std::string& env = "") {
   const char* bin = std::getenv("RERACE_BIN");
-  const std::string cmd = std::string(bin ? bin : "build/bin") + "/rerace " + args + " 2>&1";
+  const std::string cmd =
+      env + (env.empty() ? "" : " ") + std::string(bin ? bin : "build/bin") + "/rerace " + args + " 2>&1";
   FILE* p = popen(cmd.c_str(), "r");
   CliRun r{-1, ""};
   if (!p) return r;
@@ -163,6 +164,85 @@ TEST(CliReplay, JsonIsOneObjectPerRun) {
   EXPECT_EQ(r.out.front(), '{');
   EXPECT_NE(r.out.find("\"code\":\"in-param-not-in-cache\""), std::string::npos);
   EXPECT_NE(r.out.find("\"schedule\":\"rs1:"), std::string::npos);
+}
+
+}  // namespace
+
+namespace {
+
+std::string Slurp(const std::string& path) {
+  FILE* f = std::fopen(path.c_str(), "r");
+  std::string s;
+  if (!f) return s;
+  char buf[65536];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) s.append(buf, n);
+  std::fclose(f);
+  return s;
+}
+
+std::string SampleTrace(const char* name) {
+  const char* src = std::getenv("RERACE_SOURCE");
+  return std::string(src ? src : ".") + "/traces/samples/" + name;
+}
+
+TEST(CliCi, ShardsSplitTheSeedsAndMergeAddsThemUp) {
+  const std::string dir = ::testing::TempDir();
+  const std::string t = SampleTrace("synth-h200-shape.rrt");
+  const CliRun whole = Rerace("fuzz " + t + " --runs 60 --json");
+  ASSERT_EQ(whole.code, 1) << whole.out;
+  ASSERT_EQ(Rerace("fuzz " + t + " --runs 30 --shard 0/2 --json > " + dir + "/s0.json").code, 1);
+  ASSERT_EQ(Rerace("fuzz " + t + " --runs 30 --shard 1/2 --json > " + dir + "/s1.json").code, 1);
+  const CliRun merged = Rerace("merge " + dir + "/s0.json " + dir + "/s1.json --junit " + dir + "/m.xml");
+  EXPECT_EQ(merged.code, 1) << merged.out;
+  EXPECT_NE(merged.out.find("\"runs\":60"), std::string::npos) << merged.out;
+  // The shards ran seeds 1,3,5... and 2,4,6...: together the same 60 seeds as the whole run,
+  // so the same distinct failures with the same first seeds.
+  auto failures = [](const std::string& json) {
+    std::string f;
+    for (size_t p = json.find("\"failure\":"); p != std::string::npos; p = json.find("\"failure\":", p + 1))
+      f += json.substr(p, json.find(",\"schedule\"", p) - p) + "\n";
+    return f;
+  };
+  EXPECT_EQ(failures(merged.out), failures(whole.out));
+  const std::string xml = Slurp(dir + "/m.xml");
+  EXPECT_NE(xml.find("<testsuite name=\"rerace fuzz\""), std::string::npos) << xml;
+  EXPECT_NE(xml.find("in-param-not-in-cache at triton/runtime/autotuner.py:74 in _post_hook"), std::string::npos);
+  EXPECT_NE(xml.find("seed "), std::string::npos);
+}
+
+TEST(CliCi, ShardAutoReadsTheJobIndex) {
+  const std::string t = SampleTrace("synth-h200-shape.rrt");
+  const CliRun r = Rerace("fuzz " + t + " --runs 10 --shard auto/4 --json", "JOB_COMPLETION_INDEX=3");
+  EXPECT_NE(r.out.find("\"shard\":\"3/4\""), std::string::npos) << r.out;
+  EXPECT_EQ(Rerace("fuzz " + t + " --shard auto").code, 64);
+  EXPECT_EQ(Rerace("fuzz " + t + " --shard 4/4").code, 64);
+  EXPECT_EQ(Rerace("fuzz " + t + " --shard x").code, 64);
+}
+
+TEST(CliCi, JunitOfAFuzzRunNamesEachDistinctFailure) {
+  const std::string xml_path = ::testing::TempDir() + "/f.xml";
+  const CliRun r = Rerace("fuzz " + SampleTrace("synth-h200-shape.rrt") + " --runs 50 --fix lock-run --junit " + xml_path);
+  EXPECT_EQ(r.code, 0) << r.out;
+  const std::string xml = Slurp(xml_path);
+  EXPECT_NE(xml.find("tests=\"1\" failures=\"0\""), std::string::npos) << xml;
+  EXPECT_NE(xml.find("name=\"fix lock-run (50 runs, random)\"/>"), std::string::npos) << xml;
+}
+
+TEST(CliCi, PerfettoTimelinesOfAReplayAndOfARecordedTrace) {
+  const std::string dir = ::testing::TempDir();
+  const CliRun r = Rerace("replay " + SampleTrace("triton-none-h200.rrt") + " --seed 3 --perfetto " + dir + "/r.json");
+  EXPECT_EQ(r.code, 1);
+  const std::string rj = Slurp(dir + "/r.json");
+  EXPECT_EQ(rj.rfind("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[", 0), 0u);
+  EXPECT_NE(rj.find("\"name\":\"KeyError: 'y_ptr'\""), std::string::npos);
+  EXPECT_NE(rj.find("\"ph\":\"f\""), std::string::npos);  // a flow arrow into the failure
+  const CliRun e = Rerace("export " + SampleTrace("triton-none-h200.rrt") + " -o " + dir + "/e.json");
+  EXPECT_EQ(e.code, 0) << e.out;
+  const std::string ej = Slurp(dir + "/e.json");
+  EXPECT_NE(ej.find("\"name\":\"GPU 0\""), std::string::npos);
+  EXPECT_NE(ej.find("\"cat\":\"kernel\""), std::string::npos);
+  EXPECT_NE(ej.find("KeyError: 'y_ptr'"), std::string::npos);
 }
 
 }  // namespace

@@ -29,7 +29,31 @@ class CommandTable {
   std::vector<Entry> entries_;
 };
 
+// One trace's fuzzing result, as `fuzz --json` writes it and `rerace merge` reads it.
+struct FuzzFailure {
+  std::string signature;  // "code at where"
+  uint64_t seed = 0;
+  std::string schedule;   // rs1:...
+  std::string schedule_file;
+  std::string thread_name;
+  std::string type, message, words;
+  bool silent = false;
+};
+struct FuzzTrace {
+  std::string trace, fix, model, strategy;
+  uint64_t runs = 0, failing = 0;
+  std::vector<FuzzFailure> failures;
+};
+std::string FuzzJson(const std::vector<FuzzTrace>& all, const std::string& shard);
+std::string FuzzJunit(const std::vector<FuzzTrace>& all);
+
+// "\033[1;31m" etc. when stdout is a terminal and NO_COLOR is unset; "" otherwise.
+bool UseColour();
+Result<void> WriteFile(const std::string& path, const std::string& text);
+std::string Colour(const std::string& report);
+
 void RegisterClassic(CLI::App& app, CommandTable& table);
+void RegisterMergeExport(CLI::App& app, CommandTable& table);
 void RegisterTraceCommands(CLI::App& app, CommandTable& table);
 void RegisterReplayCommands(CLI::App& app, CommandTable& table);
 void RegisterRecord(CLI::App& app, CommandTable& table);

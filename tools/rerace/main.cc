@@ -22,6 +22,7 @@ int main(int argc, char** argv) {
   rerace::tools::RegisterTraceCommands(app, table);
   rerace::tools::RegisterReplayCommands(app, table);
   rerace::tools::RegisterRecord(app, table);
+  rerace::tools::RegisterMergeExport(app, table);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -56,7 +56,14 @@ int RunRecord(const RecordArgs& a) {
   }
   if (!a.probe.empty()) {
     // The Triton probe: a path entry whose sitecustomize imports it at start-up.
-    const std::string dir = std::string(RERACE_PYTHON_DIR);
+    // Installed: <prefix>/share/rerace/python; in a build tree: the source's tools/python.
+    std::string dir = std::string(RERACE_PYTHON_DIR);
+    std::error_code ec;
+    const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+    if (!ec) {
+      const auto installed = (exe.parent_path() / "../share/rerace/python").lexically_normal();
+      if (std::filesystem::exists(installed / "rerace_probe")) dir = installed.string();
+    }
     const std::string boot = dir + "/rerace_probe/boot";
     if (!std::filesystem::exists(boot + "/sitecustomize.py"))
       return ReportError({fmt::format("record: the Triton probe is not at {}", boot), kExitNoInput});

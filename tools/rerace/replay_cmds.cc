@@ -2,10 +2,15 @@
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <map>
+#include <optional>
+#include <unistd.h>
+#include <cerrno>
+#include <cstring>
 #include <memory>
 
 #include "commands.h"
@@ -14,6 +19,7 @@
 #include "rerace/replay/fix.h"
 #include "rerace/replay/program.h"
 #include "rerace/replay/replay.h"
+#include "rerace/replay/timeline.h"
 #include "rerace/sim/random.h"
 #include "rerace/sim/schedule.h"
 #include "rerace/sim/strategy.h"
@@ -118,6 +124,7 @@ Result<void> SaveSchedule(const ReplayResult& r, const std::string& path, const 
 
 // ---- replay ----
 struct ReplayArgs {
+  std::string perfetto;
   Common c;
   std::string trace;
   uint64_t seed = 1;
@@ -133,21 +140,31 @@ int RunReplay(const ReplayArgs& a) {
   Replayer rep(l->program, l->options);
   ReplayResult r;
   std::string how;
+  std::optional<replay::StepLog> log;
+  auto wrap = [&](sim::Strategy& s) -> sim::Strategy& {
+    if (a.perfetto.empty()) return s;
+    log.emplace(s);
+    return *log;
+  };
   if (a.recorded) {
-    r = rep.RunRecorded();
+    r = rep.RunRecorded(wrap);
     how = "recorded";
   } else if (!a.schedule.empty()) {
     auto s = sim::Schedule::Load(a.schedule);
     if (!s) return ReportError(s.error());
     sim::ScheduleReplay strategy(std::move(*s));
-    r = rep.Run(strategy);
+    r = rep.Run(wrap(strategy));
     how = "schedule " + a.schedule;
   } else {
     uint64_t k = 0;
     auto strategy = StrategyFor(a.c.strategy, a.seed, rep, &k);
     if (!strategy) return ReportError(strategy.error());
-    r = rep.Run(**strategy);
+    r = rep.Run(wrap(**strategy));
     how = fmt::format("seed {}", a.seed);
+  }
+  if (log) {
+    if (auto w = WriteFile(a.perfetto, replay::ReplayTimeline(r, log->steps(), l->program)); !w)
+      return ReportError(w.error());
   }
   std::string hint;
   if (!a.save.empty()) {
@@ -161,7 +178,7 @@ int RunReplay(const ReplayArgs& a) {
   if (a.c.json) {
     std::printf("%s\n", FormatJson(r, l->program).c_str());
   } else {
-    std::fputs(FormatReport(r, l->program, hint).c_str(), stdout);
+    std::fputs(Colour(FormatReport(r, l->program, hint)).c_str(), stdout);
   }
   return r.failed() ? kExitFound : kExitOk;
 }
@@ -174,6 +191,8 @@ struct FuzzArgs {
   std::string time;
   uint64_t seed = 1;
   std::string save_dir;
+  std::string junit;
+  std::string shard;  // "K/N" or "auto"
 };
 
 Result<double> ParseSeconds(const std::string& s) {
@@ -196,9 +215,116 @@ Result<double> ParseSeconds(const std::string& s) {
   return v * mul;
 }
 
+struct Shard {
+  uint64_t index = 0;
+  uint64_t count = 1;
+};
+
+Result<Shard> ParseShard(const std::string& s) {
+  if (s.empty()) return Shard{};
+  std::string spec = s;
+  if (spec == "auto" || spec.rfind("auto/", 0) == 0) {
+    const char* idx = std::getenv("JOB_COMPLETION_INDEX");
+    if (!idx || !*idx) idx = std::getenv("SLURM_ARRAY_TASK_ID");
+    const char* cnt = std::getenv("SLURM_ARRAY_TASK_COUNT");
+    if (!cnt || !*cnt) cnt = std::getenv("RERACE_SHARDS");
+    std::string count = spec.size() > 5 ? spec.substr(5) : (cnt ? cnt : "");
+    if (!idx || !*idx || count.empty())
+      return Error{"--shard auto: the index comes from JOB_COMPLETION_INDEX or SLURM_ARRAY_TASK_ID "
+                   "and the count from SLURM_ARRAY_TASK_COUNT, RERACE_SHARDS or --shard auto/N; "
+                   "some are not set",
+                   kExitUsage};
+    spec = std::string(idx) + "/" + count;
+  }
+  Shard sh;
+  const size_t slash = spec.find('/');
+  try {
+    if (slash == std::string::npos) throw 0;
+    size_t a = 0, b = 0;
+    sh.index = std::stoull(spec.substr(0, slash), &a);
+    sh.count = std::stoull(spec.substr(slash + 1), &b);
+    if (a != slash || b != spec.size() - slash - 1) throw 0;
+  } catch (...) {
+    return Error{fmt::format("--shard '{}': expected K/N (0 <= K < N) or auto", s), kExitUsage};
+  }
+  if (sh.count == 0 || sh.index >= sh.count)
+    return Error{fmt::format("--shard '{}': expected 0 <= K < N", s), kExitUsage};
+  return sh;
+}
+
+std::string XmlEscape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    switch (c) {
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '&': out += "&amp;"; break;
+      case '"': out += "&quot;"; break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20 && c != '\n' && c != '\t') out += ' ';
+        else out += c;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string FuzzJson(const std::vector<FuzzTrace>& all, const std::string& shard) {
+  std::string out = fmt::format("{{\"rerace_fuzz\":1,\"shard\":\"{}\",\"traces\":[", JsonEscape(shard));
+  for (size_t i = 0; i < all.size(); ++i) {
+    const FuzzTrace& t = all[i];
+    out += fmt::format("{}{{\"trace\":\"{}\",\"fix\":\"{}\",\"model\":\"{}\",\"strategy\":\"{}\",\"runs\":{},\"failing\":{},\"failures\":[",
+                       i ? "," : "", JsonEscape(t.trace), JsonEscape(t.fix), t.model, JsonEscape(t.strategy), t.runs, t.failing);
+    for (size_t k = 0; k < t.failures.size(); ++k) {
+      const FuzzFailure& f = t.failures[k];
+      out += fmt::format("{}{{\"failure\":\"{}\",\"seed\":{},\"schedule\":\"{}\",\"schedule_file\":\"{}\",\"thread_name\":\"{}\",\"type\":\"{}\",\"message\":\"{}\",\"words\":\"{}\",\"silent\":{}}}",
+                         k ? "," : "", JsonEscape(f.signature), f.seed, f.schedule, JsonEscape(f.schedule_file),
+                         JsonEscape(f.thread_name), JsonEscape(f.type), JsonEscape(f.message), JsonEscape(f.words),
+                         f.silent ? "true" : "false");
+    }
+    out += "]}";
+  }
+  return out + "]}";
+}
+
+std::string FuzzJunit(const std::vector<FuzzTrace>& all) {
+  // One test case per trace and fix, and one more per distinct failure (with its seed and
+  // schedule in the message), so that a CI page lists each failure on its own line.
+  size_t tests = 0, failures = 0;
+  std::string cases;
+  for (const FuzzTrace& t : all) {
+    const std::string cls = XmlEscape(t.trace);
+    ++tests;
+    cases += fmt::format("    <testcase classname=\"{}\" name=\"fix {} ({} runs, {})\"", cls, XmlEscape(t.fix), t.runs, XmlEscape(t.strategy));
+    if (t.failures.empty()) {
+      cases += "/>\n";
+    } else {
+      ++failures;
+      cases += fmt::format(">\n      <failure message=\"{} distinct failure(s) in {} of {} runs\"/>\n    </testcase>\n",
+                           t.failures.size(), t.failing, t.runs);
+    }
+    for (const FuzzFailure& f : t.failures) {
+      ++tests;
+      ++failures;
+      const std::string msg = fmt::format("{} in thread {}: {}; seed {}; replay: rerace replay {} --fix '{}' --schedule FILE with schedule {}",
+                                          f.silent ? "silent corruption" : f.type + ": " + f.message,
+                                          f.thread_name, f.words, f.seed, t.trace, t.fix, f.schedule);
+      cases += fmt::format("    <testcase classname=\"{}\" name=\"fix {}: {}\">\n      <failure message=\"{}\">{}</failure>\n    </testcase>\n",
+                           cls, XmlEscape(t.fix), XmlEscape(f.signature), XmlEscape(msg), XmlEscape(msg));
+    }
+  }
+  return fmt::format("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites>\n  <testsuite name=\"rerace fuzz\" tests=\"{}\" failures=\"{}\">\n{}  </testsuite>\n</testsuites>\n",
+                     tests, failures, cases);
+}
+
+namespace {
+
 int RunFuzz(const FuzzArgs& a) {
   auto seconds = ParseSeconds(a.time);
   if (!seconds) return ReportError(seconds.error());
+  auto shard = ParseShard(a.shard);
+  if (!shard) return ReportError(shard.error());
   if (!a.save_dir.empty()) {
     std::error_code ec;
     std::filesystem::create_directories(a.save_dir, ec);
@@ -206,82 +332,110 @@ int RunFuzz(const FuzzArgs& a) {
       return ReportError({fmt::format("{}: cannot create the folder: {}", a.save_dir, ec.message()),
                           kExitIoError});
   }
+  const bool progress = isatty(2) && !a.c.json && std::getenv("NO_PROGRESS") == nullptr;
   const auto start = std::chrono::steady_clock::now();
+  auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
+  std::vector<FuzzTrace> all;
   bool any = false;
-  std::string json = "[";
   for (const std::string& path : a.traces) {
     auto l = Load(path, a.c);
     if (!l) return ReportError(l.error());
     Replayer rep(l->program, l->options);
     uint64_t k = 0;
-    // Each distinct failure (code and source location) once, with the first seed showing it.
-    struct First {
-      uint64_t seed;
-      std::shared_ptr<ReplayResult> result;
-      size_t finding;
-    };
-    std::map<std::string, First> distinct;
-    uint64_t runs = 0, failing = 0;
+    FuzzTrace ft;
+    ft.trace = path;
+    ft.fix = a.c.fix;
+    ft.model = rep.ModelName();
+    ft.strategy = a.c.strategy.name;
+    std::map<std::string, size_t> index;  // signature → position in ft.failures
+    double last_progress = 0;
+    // Seeds: run i of this shard is global run shard.index + i * shard.count.
     for (uint64_t i = 0;; ++i) {
       if (*seconds > 0) {
-        if (std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() >= *seconds)
-          break;
+        if (elapsed() >= *seconds) break;
       } else if (i >= a.runs) {
         break;
       }
-      const uint64_t seed = a.seed + i;
+      const uint64_t seed = a.seed + shard->index + i * shard->count;
       auto strategy = StrategyFor(a.c.strategy, seed, rep, &k);
       if (!strategy) return ReportError(strategy.error());
-      auto r = std::make_shared<ReplayResult>(rep.Run(**strategy));
-      ++runs;
-      if (!r->failed()) continue;
-      ++failing;
-      for (size_t fi = 0; fi < r->findings.size(); ++fi) {
-        const Finding& f = r->findings[fi];
-        distinct.try_emplace(f.code + " at " + f.where, First{seed, r, fi});
+      const ReplayResult r = rep.Run(**strategy);
+      ++ft.runs;
+      if (r.failed()) {
+        ++ft.failing;
+        for (const Finding& f : r.findings) {
+          const std::string sig = f.code + " at " + f.where;
+          if (index.count(sig)) continue;
+          index[sig] = ft.failures.size();
+          FuzzFailure x;
+          x.signature = sig;
+          x.seed = seed;
+          x.schedule = r.run.schedule.Encode();
+          x.thread_name = f.thread_name;
+          x.type = f.type;
+          x.message = f.message;
+          x.words = f.words;
+          x.silent = f.silent;
+          if (!a.save_dir.empty()) {
+            const std::string stem = std::filesystem::path(path).stem().string();
+            x.schedule_file = fmt::format("{}/{}-{}.sched", a.save_dir, stem, ft.failures.size() + 1);
+            if (auto s = SaveSchedule(r, x.schedule_file, path, a.c, std::to_string(seed)); !s)
+              return ReportError(s.error());
+          }
+          ft.failures.push_back(std::move(x));
+        }
+      }
+      if (progress && elapsed() - last_progress >= 0.25) {
+        last_progress = elapsed();
+        const double rate = static_cast<double>(ft.runs) / std::max(elapsed(), 1e-9);
+        const double left = *seconds > 0 ? *seconds - elapsed()
+                                         : static_cast<double>(a.runs - ft.runs) / std::max(rate, 1e-9);
+        std::fprintf(stderr, "\r%s: %llu runs (%.0f/s), %llu failing, %zu distinct, %.0f s left   ",
+                     path.c_str(), static_cast<unsigned long long>(ft.runs), rate,
+                     static_cast<unsigned long long>(ft.failing), ft.failures.size(), std::max(left, 0.0));
       }
     }
-    any |= !distinct.empty();
-    if (!a.c.json)
-      std::printf("fuzz %s (model %s, fix %s, strategy %s): %llu runs, %llu failing, %zu distinct "
+    if (progress) std::fprintf(stderr, "\r\033[K");
+    any |= !ft.failures.empty();
+    std::sort(ft.failures.begin(), ft.failures.end(),
+              [](const FuzzFailure& x, const FuzzFailure& y) { return x.signature < y.signature; });
+    if (!a.c.json) {
+      std::printf("fuzz %s (model %s, fix %s, strategy %s%s): %llu runs, %llu failing, %zu distinct "
                   "failure(s)\n",
-                  path.c_str(), rep.ModelName().c_str(), a.c.fix.c_str(), a.c.strategy.name.c_str(),
-                  static_cast<unsigned long long>(runs), static_cast<unsigned long long>(failing),
-                  distinct.size());
-    size_t n = 0;
-    for (const auto& [sig, first] : distinct) {
-      ++n;
-      std::string file;
-      if (!a.save_dir.empty()) {
-        const std::string stem = std::filesystem::path(path).stem().string();
-        file = fmt::format("{}/{}-{}.sched", a.save_dir, stem, n);
-        if (auto s = SaveSchedule(*first.result, file, path, a.c, std::to_string(first.seed)); !s)
-          return ReportError(s.error());
+                  path.c_str(), ft.model.c_str(), a.c.fix.c_str(), a.c.strategy.name.c_str(),
+                  a.shard.empty() ? "" : fmt::format(", shard {}/{}", shard->index, shard->count).c_str(),
+                  static_cast<unsigned long long>(ft.runs), static_cast<unsigned long long>(ft.failing),
+                  ft.failures.size());
+      size_t n = 0;
+      for (const FuzzFailure& f : ft.failures) {
+        std::printf("  [%zu] %s: %s, first in %s with seed %llu\n", ++n, f.signature.c_str(),
+                    f.silent ? "silent corruption" : (f.type + ": " + f.message).c_str(),
+                    f.thread_name.c_str(), static_cast<unsigned long long>(f.seed));
+        if (!f.words.empty()) std::printf("      %s\n", f.words.c_str());
+        if (!f.schedule_file.empty())
+          std::printf("      replay: %s --schedule %s\n", Flags(path, a.c).c_str(), f.schedule_file.c_str());
+        else
+          std::printf("      replay: %s --strategy %s --seed %llu\n", Flags(path, a.c).c_str(),
+                      a.c.strategy.name.c_str(), static_cast<unsigned long long>(f.seed));
       }
-      if (a.c.json) {
-        json += fmt::format("{}{{\"failure\":\"{}\",\"seed\":{},\"schedule_file\":\"{}\",\"result\":{}}}",
-                            json.size() > 1 ? "," : "", JsonEscape(sig), first.seed,
-                            JsonEscape(file), FormatJson(*first.result, l->program));
-        continue;
-      }
-      const Finding& f = first.result->findings[first.finding];
-      std::printf("  [%zu] %s: %s, first in thread %u (%s) with seed %llu\n", n, sig.c_str(),
-                  f.silent ? "silent corruption" : (f.type + ": " + f.message).c_str(), f.thread,
-                  f.thread_name.c_str(), static_cast<unsigned long long>(first.seed));
-      if (!f.words.empty()) std::printf("      %s\n", f.words.c_str());
-      if (!file.empty())
-        std::printf("      replay: %s --schedule %s\n", Flags(path, a.c).c_str(), file.c_str());
-      else
-        std::printf("      replay: %s --strategy %s --seed %llu\n", Flags(path, a.c).c_str(),
-                    a.c.strategy.name.c_str(), static_cast<unsigned long long>(first.seed));
     }
+    all.push_back(std::move(ft));
   }
-  if (a.c.json) std::printf("%s]\n", json.c_str());
+  const std::string shard_text = a.shard.empty() ? "" : fmt::format("{}/{}", shard->index, shard->count);
+  if (a.c.json) std::printf("%s\n", FuzzJson(all, shard_text).c_str());
+  if (!a.junit.empty()) {
+    FILE* f = std::fopen(a.junit.c_str(), "w");
+    const std::string xml = FuzzJunit(all);
+    if (!f || std::fwrite(xml.data(), 1, xml.size(), f) != xml.size() || std::fclose(f) != 0)
+      return ReportError({fmt::format("{}: cannot write the JUnit report: {}", a.junit, std::strerror(errno)),
+                          kExitIoError});
+  }
   return any ? kExitFound : kExitOk;
 }
 
 // ---- check ----
 struct CheckArgs {
+  std::string perfetto;
   Common c;
   std::string trace;
   uint64_t runs = 3000;
@@ -321,16 +475,26 @@ int RunCheck(const CheckArgs& a) {
     } else {
       hint = fmt::format("counterexample schedule: {}", v.counterexample->run.schedule.Encode());
     }
-    std::printf("verdict: fix '%s' FAILS: counterexample found after %llu schedules (%s)\n",
-                a.c.fix.c_str(), static_cast<unsigned long long>(v.explored),
-                v.counterexample->strategy.c_str());
-    std::fputs(FormatReport(*v.counterexample, l->program, hint).c_str(), stdout);
+    if (!a.perfetto.empty()) {
+      Replayer rep(l->program, l->options);
+      sim::ScheduleReplay again(v.counterexample->run.schedule);
+      replay::StepLog log(again);
+      const ReplayResult r = rep.Run(log);
+      if (auto w = WriteFile(a.perfetto, replay::ReplayTimeline(r, log.steps(), l->program)); !w)
+        return ReportError(w.error());
+    }
+    std::fputs(Colour(fmt::format("verdict: fix '{}' FAILS: counterexample found after {} schedules ({})\n",
+                                  a.c.fix, v.explored, v.counterexample->strategy))
+                   .c_str(),
+               stdout);
+    std::fputs(Colour(FormatReport(*v.counterexample, l->program, hint)).c_str(), stdout);
   } else {
-    std::printf("verdict: fix '%s' holds for every schedule tried: %llu explored (random walk, "
-                "PCT d=2 and d=3 over k=%llu steps, seeds %llu..%llu). Not exhaustive.\n",
-                a.c.fix.c_str(), static_cast<unsigned long long>(v.explored),
-                static_cast<unsigned long long>(v.pct_steps), static_cast<unsigned long long>(a.seed),
-                static_cast<unsigned long long>(a.seed + v.explored - 1));
+    std::fputs(Colour(fmt::format("verdict: fix '{}' holds for every schedule tried: {} explored "
+                                  "(random walk, PCT d=2 and d=3 over k={} steps, seeds {}..{}). "
+                                  "Not exhaustive.\n",
+                                  a.c.fix, v.explored, v.pct_steps, a.seed, a.seed + v.explored - 1))
+                   .c_str(),
+               stdout);
   }
   auto fails = [](const std::string& code) {
     return code.empty() ? std::string() : fmt::format(" (that run fails: {})", code);
@@ -364,6 +528,8 @@ void RegisterReplayCommands(CLI::App& app, CommandTable& table) {
   rec->excludes(sched);
   (void)seed;
   r->add_option("--save-schedule", ra->save, "Save this run's schedule to a file");
+  r->add_option("--perfetto", ra->perfetto,
+                "Write the run as a timeline for ui.perfetto.dev / chrome://tracing (1 us = 1 step)");
   AddCommon(r, ra->c, true);
   table.Add(r, [ra] { return RunReplay(*ra); });
 
@@ -377,6 +543,11 @@ void RegisterReplayCommands(CLI::App& app, CommandTable& table) {
   runs->excludes(time);
   f->add_option("--seed", fa->seed, "First seed; run i uses seed + i")->default_val(1);
   f->add_option("--save-failures", fa->save_dir, "Folder for one schedule file per distinct failure");
+  f->add_option("--junit", fa->junit, "Write a JUnit XML report (one case per trace and fix, one per distinct failure)");
+  f->add_option("--shard", fa->shard,
+                "Run only shard K of N (K/N): run i of the campaign belongs to shard i mod N, so N jobs "
+                "cover the seeds once. 'auto' reads K from JOB_COMPLETION_INDEX or SLURM_ARRAY_TASK_ID "
+                "and N from SLURM_ARRAY_TASK_COUNT or RERACE_SHARDS ('auto/N' gives N)");
   AddCommon(f, fa->c, true);
   table.Add(f, [fa] { return RunFuzz(*fa); });
 
@@ -390,6 +561,7 @@ void RegisterReplayCommands(CLI::App& app, CommandTable& table) {
       ->default_val(3000);
   c->add_option("--seed", ca->seed, "First seed")->default_val(1);
   c->add_option("--save-schedule", ca->save, "Save the counterexample's schedule here");
+  c->add_option("--perfetto", ca->perfetto, "Write the counterexample as a Perfetto timeline");
   AddCommon(c, ca->c, false);
   table.Add(c, [ca] { return RunCheck(*ca); });
 }

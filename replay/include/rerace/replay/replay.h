@@ -23,6 +23,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -58,6 +59,7 @@ struct Finding {
   std::string where;       // "triton/runtime/autotuner.py:74 in _post_hook"
   std::string words;       // rerace's explanation
   uint32_t other = UINT32_MAX;  // the thread whose write led to it, if known
+  uint64_t other_step = UINT64_MAX;  // the step of that write
 };
 
 struct DuplicateTuning {
@@ -92,6 +94,8 @@ class Replayer {
   // The recorded interleaving: the thread whose next recorded transition comes first runs.
   // Repetitions as recorded.
   ReplayResult RunRecorded();
+  // The same, with the recorded-order strategy handed to `wrap` first (a StepLog, say).
+  ReplayResult RunRecorded(const std::function<sim::Strategy&(sim::Strategy&)>& wrap);
 
   const Program& program() const { return program_; }
   const ReplayOptions& options() const { return options_; }

@@ -1,0 +1,50 @@
+// rerace/replay/timeline.h: timelines for the Perfetto UI (ui.perfetto.dev) and
+// chrome://tracing, in the Chrome trace-event JSON format both open.
+//
+// A replayed run: one track per host thread on a step axis (1 µs = 1 scheduling step), each
+// step a slice named by the access it performed with its Triton source line, the failures
+// marked, and flow arrows from the write that led to a failure to the access that failed.
+// A recorded trace (`rerace export`): real time, one track per host thread with its launches
+// and tuner transitions (calls as slices), one track per GPU stream with its kernels (GPU
+// times moved onto the CPU clock by the header's clock pair), recorded failures marked.
+//
+// StepLog wraps a strategy to keep every step for the timeline; it allocates per step, so it
+// is used only when a timeline is asked for. Single-threaded, like the scheduler.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "rerace/replay/program.h"
+#include "rerace/replay/replay.h"
+#include "rerace/sim/strategy.h"
+#include "rerace/traces/trace.h"
+
+namespace rerace::replay {
+
+class StepLog final : public sim::Strategy {
+ public:
+  struct Step {
+    uint64_t step;
+    sim::ThreadId thread;
+    sim::SchedulingPoint point;
+  };
+  explicit StepLog(sim::Strategy& inner) : inner_(inner) {}
+  sim::ThreadId Pick(const sim::Choice& c) override;
+  std::optional<std::string> AtEnd(uint64_t steps) override { return inner_.AtEnd(steps); }
+  std::string Name() const override { return inner_.Name(); }
+  const std::vector<Step>& steps() const { return steps_; }
+
+ private:
+  sim::Strategy& inner_;
+  std::vector<Step> steps_;
+};
+
+// `objects` names the scheduling points' objects (Scheduler::ObjectName, captured by the
+// caller while the scheduler lived): pass the names in object-id order.
+std::string ReplayTimeline(const ReplayResult& r, const std::vector<StepLog::Step>& steps,
+                           const Program& p);
+std::string TraceTimeline(const traces::Trace& t);
+
+}  // namespace rerace::replay

@@ -1,0 +1,156 @@
+// tools/rerace/merge_export_cmds.cc: `rerace merge` (joins sharded fuzz results) and
+// `rerace export` (a recorded trace as a Perfetto timeline); the report colouring.
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "commands.h"
+#include "rerace/base/result.h"
+#include "rerace/replay/timeline.h"
+#include "rerace/traces/reader.h"
+
+namespace rerace::tools {
+
+bool UseColour() {
+  const char* no = std::getenv("NO_COLOR");
+  return isatty(1) && (no == nullptr || *no == 0);
+}
+
+std::string Colour(const std::string& report) {
+  if (!UseColour()) return report;
+  std::string out;
+  size_t pos = 0;
+  while (pos < report.size()) {
+    size_t nl = report.find('\n', pos);
+    if (nl == std::string::npos) nl = report.size();
+    const std::string line = report.substr(pos, nl - pos);
+    if (line.rfind("FAILED", 0) == 0 || line.find("FAILS") != std::string::npos)
+      out += "\033[1;31m" + line + "\033[0m";
+    else if (line.rfind("ok:", 0) == 0 || line.find(" holds ") != std::string::npos)
+      out += "\033[1;32m" + line + "\033[0m";
+    else if (line.rfind("warning:", 0) == 0 || line.rfind("also:", 0) == 0)
+      out += "\033[33m" + line + "\033[0m";
+    else
+      out += line;
+    if (nl < report.size()) out += '\n';
+    pos = nl + 1;
+  }
+  return out;
+}
+
+Result<void> WriteFile(const std::string& path, const std::string& text) {
+  FILE* f = std::fopen(path.c_str(), "w");
+  if (!f || std::fwrite(text.data(), 1, text.size(), f) != text.size() || std::fclose(f) != 0)
+    return Error{fmt::format("{}: cannot write: {}", path, std::strerror(errno)), kExitIoError};
+  return {};
+}
+
+namespace {
+
+struct MergeArgs {
+  std::vector<std::string> inputs;
+  std::string junit;
+};
+
+int RunMerge(const MergeArgs& a) {
+  // Results of the same trace and fix from several shards: runs add up, failures are kept
+  // once per signature (the lowest seed wins, so the merge does not depend on input order).
+  std::map<std::tuple<std::string, std::string, std::string>, FuzzTrace> merged;
+  std::vector<std::string> shards;
+  for (const std::string& in : a.inputs) {
+    std::ifstream f(in);
+    if (!f) return ReportError({fmt::format("{}: cannot open: {}", in, std::strerror(errno)), kExitNoInput});
+    nlohmann::json j;
+    try {
+      j = nlohmann::json::parse(f);
+      if (j.value("rerace_fuzz", 0) != 1) throw std::runtime_error("not a 'rerace fuzz --json' result (rerace_fuzz: 1)");
+      shards.push_back(j.value("shard", ""));
+      for (const auto& t : j.at("traces")) {
+        FuzzTrace& m = merged[{t.at("trace").get<std::string>(), t.at("fix").get<std::string>(),
+                               t.at("strategy").get<std::string>()}];
+        m.trace = t.at("trace");
+        m.fix = t.at("fix");
+        m.strategy = t.at("strategy");
+        m.model = t.value("model", "");
+        m.runs += t.at("runs").get<uint64_t>();
+        m.failing += t.at("failing").get<uint64_t>();
+        for (const auto& x : t.at("failures")) {
+          FuzzFailure ff;
+          ff.signature = x.at("failure");
+          ff.seed = x.at("seed");
+          ff.schedule = x.value("schedule", "");
+          ff.schedule_file = x.value("schedule_file", "");
+          ff.thread_name = x.value("thread_name", "");
+          ff.type = x.value("type", "");
+          ff.message = x.value("message", "");
+          ff.words = x.value("words", "");
+          ff.silent = x.value("silent", false);
+          auto it = std::find_if(m.failures.begin(), m.failures.end(),
+                                 [&](const FuzzFailure& y) { return y.signature == ff.signature; });
+          if (it == m.failures.end()) m.failures.push_back(std::move(ff));
+          else if (ff.seed < it->seed) *it = std::move(ff);
+        }
+      }
+    } catch (const std::exception& e) {
+      return ReportError({fmt::format("{}: {}", in, e.what()), kExitDataError});
+    }
+  }
+  std::vector<FuzzTrace> all;
+  bool any = false;
+  for (auto& [k, t] : merged) {
+    std::sort(t.failures.begin(), t.failures.end(),
+              [](const FuzzFailure& x, const FuzzFailure& y) { return x.signature < y.signature; });
+    any |= !t.failures.empty();
+    all.push_back(std::move(t));
+  }
+  std::sort(shards.begin(), shards.end());
+  std::printf("%s\n", FuzzJson(all, fmt::format("merged {}", fmt::join(shards, " "))).c_str());
+  if (!a.junit.empty())
+    if (auto w = WriteFile(a.junit, FuzzJunit(all)); !w) return ReportError(w.error());
+  return any ? kExitFound : kExitOk;
+}
+
+struct ExportArgs {
+  std::string trace;
+  std::string output;
+};
+
+int RunExport(const ExportArgs& a) {
+  auto t = traces::ReadTrace(a.trace);
+  if (!t) return ReportError(t.error());
+  const std::string json = replay::TraceTimeline(*t);
+  if (auto w = WriteFile(a.output, json); !w) return ReportError(w.error());
+  std::fprintf(stderr, "rerace: wrote %s (%zu bytes): open it in ui.perfetto.dev or chrome://tracing\n",
+               a.output.c_str(), json.size());
+  return kExitOk;
+}
+
+}  // namespace
+
+void RegisterMergeExport(CLI::App& app, CommandTable& table) {
+  auto m = std::make_shared<MergeArgs>();
+  CLI::App* ms = app.add_subcommand(
+      "merge", "Join the --json results of sharded fuzz runs into one (printed as JSON); exit 1 "
+               "when any shard found a failure");
+  ms->add_option("results", m->inputs, "fuzz --json files")->required();
+  ms->add_option("--junit", m->junit, "Also write the merged JUnit XML report");
+  table.Add(ms, [m] { return RunMerge(*m); });
+
+  auto e = std::make_shared<ExportArgs>();
+  CLI::App* es = app.add_subcommand(
+      "export", "Write a recorded trace as a timeline for ui.perfetto.dev / chrome://tracing: host "
+                "threads with launches and tuner transitions, GPU streams with kernels");
+  es->add_option("trace", e->trace, "Trace file")->required();
+  es->add_option("-o,--output", e->output, "Timeline file (.json)")->required();
+  table.Add(es, [e] { return RunExport(*e); });
+}
+
+}  // namespace rerace::tools
