@@ -46,7 +46,10 @@ int main() {
   std::remove(path.c_str());
   replay::Replayer rep(*program, replay::ReplayOptions{});
   sim::RoundRobin probe(1'000'000);
-  const uint64_t k = rep.Run(probe).run.steps;
+  const replay::ReplayResult shape = rep.Run(probe);
+  const uint64_t k = shape.run.steps;
+  std::vector<uint64_t> per_thread;
+  for (const auto& t : shape.run.threads) per_thread.push_back(t.steps);
 
   using Make = std::function<std::unique_ptr<sim::Strategy>(uint64_t)>;
   struct Row {
@@ -57,6 +60,8 @@ int main() {
       {"random", [](uint64_t s) { return std::make_unique<sim::RandomWalk>(s); }},
       {"pct d=2", [k](uint64_t s) { return std::make_unique<sim::Pct>(s, 2, k); }},
       {"pct d=3", [k](uint64_t s) { return std::make_unique<sim::Pct>(s, 3, k); }},
+      {"pos", [](uint64_t s) { return std::make_unique<sim::Pos>(s); }},
+      {"surw", [per_thread](uint64_t s) { return std::make_unique<sim::Surw>(s, per_thread); }},
       {"timed", [](uint64_t s) { return std::make_unique<sim::Timed>(s); }},
       {"round-robin", [](uint64_t) { return std::make_unique<sim::RoundRobin>(1); }},
   };

@@ -81,6 +81,8 @@ ReplayResult Replayer::RunWith(sim::Strategy& strategy, const std::vector<uint64
                                std::vector<uint64_t>* anchors_out, uint32_t reps) {
   sim::Scheduler::Options so;
   so.max_steps = options_.max_steps;
+  sim::RaceDetector detector;
+  if (options_.detect_races) so.races = &detector;
   sim::Scheduler sched(strategy, so, pool_.get());
   detail::World world(sched, program_, options_, reps, ModelName() == "fla", anchors_in,
                       anchors_out);
@@ -101,6 +103,7 @@ ReplayResult Replayer::RunWith(sim::Strategy& strategy, const std::vector<uint64
   r.model = ModelName();
   r.run = sched.Run();
   world.Finalize(r);
+  r.races = detector.races();
   return r;
 }
 
@@ -187,6 +190,34 @@ std::string FormatReport(const ReplayResult& r, const Program& p, const std::str
                        "took another path)\n",
                        r.left_recording);
   if (!replay_hint.empty()) out += replay_hint + "\n";
+  return out;
+}
+
+namespace {
+// "autotuner.py:74" from "autotuner.py:74 _post_hook: ...".
+std::string SourceLine(const std::string& label) {
+  const size_t sp = label.find(' ');
+  return sp == std::string::npos ? label : label.substr(0, sp);
+}
+}  // namespace
+
+std::string FormatRaces(const std::vector<sim::Race>& races, const std::vector<Finding>& involved) {
+  std::string out = fmt::format("races (happens-before, {} distinct):\n", races.size());
+  for (const sim::Race& race : races) {
+    std::set<std::string> codes;
+    const std::string a = SourceLine(race.first.label), b = SourceLine(race.second.label);
+    for (const Finding& f : involved)
+      if ((!a.empty() && f.where.find(a) != std::string::npos) ||
+          (!b.empty() && f.where.find(b) != std::string::npos))
+        codes.insert(f.code);
+    std::string inv;
+    for (const auto& c : codes) inv += (inv.empty() ? "" : ", ") + c;
+    out += fmt::format("  {}: {} by thread {} at step {} ({}) and {} by thread {} at step {} ({}); {}\n",
+                       race.object_name, sim::AccessName(race.first.access), race.first.thread,
+                       race.first.step, race.first.label, sim::AccessName(race.second.access),
+                       race.second.thread, race.second.step, race.second.label,
+                       inv.empty() ? "no failure seen involves it" : "involved in: " + inv);
+  }
   return out;
 }
 

@@ -10,6 +10,7 @@
 
 #include "fiber.h"
 #include "rerace/base/result.h"
+#include "rerace/sim/race_detector.h"
 #include "rerace/sim/strategy.h"
 
 namespace rerace::sim {
@@ -149,7 +150,9 @@ ThreadId Scheduler::Spawn(std::string name, std::function<void()> body) {
   const ThreadId id = t->id;
   clocks_.push_back(current_ == kNoThread ? 0 : clocks_[current_]);
   pending_.push_back({Access::kStart, t->object, "start"});
+  const uint32_t object = t->object;
   threads_.push_back(std::move(t));
+  if (options_.races) options_.races->OnSpawn(current_, id, object);
   runnable_.reserve(threads_.size());
   MakeRunnable(id);
   ++live_;
@@ -244,6 +247,7 @@ void Scheduler::Fail(Failure f) {
 
 void Scheduler::Finish(Thread& t) {
   t.state = Thread::State::kFinished;
+  if (options_.races) options_.races->OnFinish(t.id);
   RemoveRunnable(t.id);
   --live_;
   for (ThreadId j : t.joiners) Wake(j);
@@ -365,6 +369,7 @@ RunResult Scheduler::Run() {
     t.history_next = (t.history_next + 1) % kHistory;
     t.history_len = std::min(t.history_len + 1, kHistory);
     ++t.steps;
+    if (options_.races) options_.races->OnStep(step_, pick, pending_[pick]);
     current_ = pick;
     t.fiber->Resume();
     current_ = kNoThread;
@@ -383,6 +388,7 @@ RunResult Scheduler::Run() {
     }
   }
   RunResult result = Collect();
+  if (options_.races) options_.races->NameObjects(*this);
   tls_current = saved;
   return result;
 }

@@ -86,6 +86,54 @@ ThreadId Timed::Pick(const Choice& c) {
 
 std::string Timed::Name() const { return fmt::format("timed(seed={})", seed_); }
 
+namespace {
+// Two pending operations conflict when they touch the same shared object.
+bool Conflicts(const SchedulingPoint& a, const SchedulingPoint& b) {
+  return a.object != 0 && a.object == b.object &&
+         (a.access != Access::kRead || b.access != Access::kRead);
+}
+}  // namespace
+
+ThreadId Pos::Pick(const Choice& c) {
+  if (priority_.size() < c.pending.size()) priority_.resize(c.pending.size(), 0);
+  ThreadId best = c.runnable.front();
+  uint64_t best_p = 0;
+  for (ThreadId t : c.runnable) {
+    if (priority_[t] == 0) priority_[t] = rng_.Next() | 1;
+    if (priority_[t] > best_p) {
+      best_p = priority_[t];
+      best = t;
+    }
+  }
+  // The chosen operation runs; those that race with it draw new priorities, and the chosen
+  // thread's next operation will draw one.
+  for (ThreadId t : c.runnable)
+    if (t != best && Conflicts(c.pending[t], c.pending[best])) priority_[t] = 0;
+  priority_[best] = 0;
+  return best;
+}
+
+std::string Pos::Name() const { return fmt::format("pos(seed={})", seed_); }
+
+ThreadId Surw::Pick(const Choice& c) {
+  uint64_t total = 0;
+  for (ThreadId t : c.runnable) total += t < left_.size() ? std::max<uint64_t>(left_[t], 1) : 1;
+  uint64_t r = rng_.Below(total);
+  ThreadId pick = c.runnable.back();
+  for (ThreadId t : c.runnable) {
+    const uint64_t w = t < left_.size() ? std::max<uint64_t>(left_[t], 1) : 1;
+    if (r < w) {
+      pick = t;
+      break;
+    }
+    r -= w;
+  }
+  if (pick < left_.size() && left_[pick] > 0) --left_[pick];
+  return pick;
+}
+
+std::string Surw::Name() const { return fmt::format("surw(seed={})", seed_); }
+
 ThreadId ScheduleReplay::Pick(const Choice& /*c*/) {
   if (cursor_.Done()) return kNoThread;
   const ThreadId t = cursor_.Peek();
@@ -102,7 +150,8 @@ std::optional<std::string> ScheduleReplay::AtEnd(uint64_t steps) {
 }
 
 const std::vector<std::string>& StrategyNames() {
-  static const std::vector<std::string> names = {"random", "pct", "round-robin", "timed"};
+  static const std::vector<std::string> names = {"random", "pct", "round-robin", "timed",
+                                                 "pos", "surw", "portfolio"};
   return names;
 }
 
@@ -112,6 +161,17 @@ Result<std::unique_ptr<Strategy>> MakeStrategy(const StrategySpec& spec, uint64_
     return std::unique_ptr<Strategy>(new Pct(seed, spec.pct_depth, spec.pct_steps));
   if (spec.name == "round-robin") return std::unique_ptr<Strategy>(new RoundRobin(spec.rr_quantum));
   if (spec.name == "timed") return std::unique_ptr<Strategy>(new Timed(seed));
+  if (spec.name == "pos") return std::unique_ptr<Strategy>(new Pos(seed));
+  if (spec.name == "surw") return std::unique_ptr<Strategy>(new Surw(seed, spec.surw_steps));
+  if (spec.name == "portfolio") {
+    switch (seed % 5) {
+      case 0: return std::unique_ptr<Strategy>(new RandomWalk(seed));
+      case 1: return std::unique_ptr<Strategy>(new Pct(seed, 2, spec.pct_steps));
+      case 2: return std::unique_ptr<Strategy>(new Pct(seed, 3, spec.pct_steps));
+      case 3: return std::unique_ptr<Strategy>(new Pos(seed));
+      default: return std::unique_ptr<Strategy>(new Surw(seed, spec.surw_steps));
+    }
+  }
   return Error{fmt::format("unknown strategy '{}': expected one of {}", spec.name,
                            fmt::join(StrategyNames(), ", ")),
                kExitUsage};

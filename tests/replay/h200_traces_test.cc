@@ -10,6 +10,8 @@
 #include "rerace/replay/fix.h"
 #include "rerace/replay/program.h"
 #include "rerace/replay/replay.h"
+#include "rerace/replay/shrink.h"
+#include "rerace/sim/strategy.h"
 #include "rerace/traces/reader.h"
 
 namespace rerace::replay {
@@ -91,6 +93,48 @@ TEST(H200Traces, CheckGivesTheVerdictsTheH200Gave) {
   const Verdict lock = CheckFix(p, Fixed("lock-run"), 300, 1);
   EXPECT_TRUE(lock.holds);  // the H200: 0 of 5
   EXPECT_EQ(lock.explored, 300u);
+}
+
+}  // namespace
+}  // namespace rerace::replay
+
+namespace rerace::replay {
+namespace {
+
+TEST(H200Traces, RacesAreFoundUnpatchedAndNotUnderTheLock) {
+  const Program p = Load("triton-none-h200.rrt");
+  ReplayOptions none = Fixed("none");
+  none.detect_races = true;
+  Replayer a(p, none);
+  sim::RandomWalk rw(3);
+  const ReplayResult r = a.Run(rw);
+  ASSERT_FALSE(r.races.empty());
+  bool restore = false;
+  for (const auto& race : r.races) restore |= race.object_name.find("restore_copies") != std::string::npos;
+  EXPECT_TRUE(restore);
+  EXPECT_NE(FormatRaces(r.races, r.findings).find("involved in: in-param-not-in-cache"), std::string::npos);
+  ReplayOptions locked = Fixed("lock-run");
+  locked.detect_races = true;
+  Replayer b(p, locked);
+  for (uint64_t seed = 1; seed <= 30; ++seed) {
+    sim::RandomWalk w(seed);
+    EXPECT_TRUE(b.Run(w).races.empty()) << seed;
+  }
+}
+
+TEST(H200Traces, ShrinkingKeepsTheFailureWithFewerPreemptions) {
+  const Program p = Load("triton-none-h200.rrt");
+  Replayer rep(p, Fixed("tls-nargs"));
+  sim::RandomWalk rw(1);
+  const ReplayResult r = rep.Run(rw);
+  ASSERT_TRUE(r.failed());
+  const Shrunk s = ShrinkFailure(rep, r);
+  EXPECT_EQ(s.result.findings.front().code, r.findings.front().code);
+  EXPECT_EQ(s.result.findings.front().where, r.findings.front().where);
+  EXPECT_LT(s.preemptions_after, s.preemptions_before);
+  // The shrunk schedule replays to the same failure without its seed.
+  sim::ScheduleReplay again(s.result.run.schedule);
+  EXPECT_EQ(rep.Run(again).findings.front().code, r.findings.front().code);
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <map>
+#include <set>
 #include <optional>
 #include <unistd.h>
 #include <cerrno>
@@ -19,6 +20,7 @@
 #include "rerace/replay/fix.h"
 #include "rerace/replay/program.h"
 #include "rerace/replay/replay.h"
+#include "rerace/replay/shrink.h"
 #include "rerace/replay/timeline.h"
 #include "rerace/sim/random.h"
 #include "rerace/sim/schedule.h"
@@ -32,6 +34,7 @@ using namespace rerace::replay;
 namespace {
 
 struct Common {
+  bool races = false;
   std::string fix = "none";
   std::string model = "auto";
   uint32_t reps = 1;
@@ -54,8 +57,13 @@ void AddCommon(CLI::App* sub, Common& c, bool with_strategy) {
       ->default_val(1);
   sub->add_option("--max-steps", c.max_steps, "Step bound of one run")->default_val(2'000'000);
   sub->add_flag("--json", c.json, "Print JSON instead of the text report");
+  sub->add_flag("--races", c.races,
+                "Detect unordered conflicting accesses to the tuner's fields by happens-before, "
+                "also in runs where nothing failed, and print them");
   if (with_strategy) {
-    sub->add_option("--strategy", c.strategy.name, "random, pct, round-robin or timed")
+    sub->add_option("--strategy", c.strategy.name,
+                    "random, pct, pos, surw, timed, round-robin, or portfolio (random, PCT d=2, PCT "
+                    "d=3, POS and SURW in turn by seed)")
         ->default_val("random");
     sub->add_option("--pct-depth", c.strategy.pct_depth, "PCT bug depth d")->default_val(2);
   }
@@ -84,21 +92,33 @@ Result<Loaded> Load(const std::string& path, const Common& c) {
   l.options.model = c.model;
   l.options.reps = c.reps;
   l.options.max_steps = c.max_steps;
+  l.options.detect_races = c.races;
   return l;
 }
 
-// PCT needs k, the steps of a run: one round-robin run measures it.
-uint64_t MeasureSteps(Replayer& r) {
+// PCT needs k, the steps of a run, and SURW each thread's steps: one round-robin run
+// measures them.
+struct Probe {
+  uint64_t steps = 0;
+  std::vector<uint64_t> per_thread;
+};
+
+Probe MeasureSteps(Replayer& r) {
   sim::RoundRobin rr(1'000'000);
-  return std::max<uint64_t>(r.Run(rr).run.steps, 1);
+  const ReplayResult x = r.Run(rr);
+  Probe p;
+  p.steps = std::max<uint64_t>(x.run.steps, 1);
+  for (const auto& t : x.run.threads) p.per_thread.push_back(t.steps);
+  return p;
 }
 
 Result<std::unique_ptr<sim::Strategy>> StrategyFor(const sim::StrategySpec& spec, uint64_t seed,
-                                                   Replayer& r, uint64_t* pct_steps) {
+                                                   Replayer& r, std::optional<Probe>* probe) {
   sim::StrategySpec s = spec;
-  if (s.name == "pct") {
-    if (*pct_steps == 0) *pct_steps = MeasureSteps(r);
-    s.pct_steps = *pct_steps;
+  if (s.name == "pct" || s.name == "surw" || s.name == "portfolio") {
+    if (!probe->has_value()) *probe = MeasureSteps(r);
+    s.pct_steps = (*probe)->steps;
+    s.surw_steps = (*probe)->per_thread;
   }
   return sim::MakeStrategy(s, seed);
 }
@@ -156,7 +176,7 @@ int RunReplay(const ReplayArgs& a) {
     r = rep.Run(wrap(strategy));
     how = "schedule " + a.schedule;
   } else {
-    uint64_t k = 0;
+    std::optional<Probe> k;
     auto strategy = StrategyFor(a.c.strategy, a.seed, rep, &k);
     if (!strategy) return ReportError(strategy.error());
     r = rep.Run(wrap(**strategy));
@@ -179,6 +199,7 @@ int RunReplay(const ReplayArgs& a) {
     std::printf("%s\n", FormatJson(r, l->program).c_str());
   } else {
     std::fputs(Colour(FormatReport(r, l->program, hint)).c_str(), stdout);
+    if (a.c.races) std::fputs(FormatRaces(r.races, r.findings).c_str(), stdout);
   }
   return r.failed() ? kExitFound : kExitOk;
 }
@@ -341,7 +362,10 @@ int RunFuzz(const FuzzArgs& a) {
     auto l = Load(path, a.c);
     if (!l) return ReportError(l.error());
     Replayer rep(l->program, l->options);
-    uint64_t k = 0;
+    std::optional<Probe> k;
+    std::vector<sim::Race> races;
+    std::set<std::string> race_seen;
+    std::vector<Finding> campaign_findings;
     FuzzTrace ft;
     ft.trace = path;
     ft.fix = a.c.fix;
@@ -361,6 +385,16 @@ int RunFuzz(const FuzzArgs& a) {
       if (!strategy) return ReportError(strategy.error());
       const ReplayResult r = rep.Run(**strategy);
       ++ft.runs;
+      if (a.c.races) {
+        for (const sim::Race& race : r.races) {
+          const std::string key = race.object_name + race.first.label + "|" + race.second.label;
+          if (!race_seen.count(key)) {
+            race_seen.insert(key);
+            races.push_back(race);
+          }
+        }
+        campaign_findings.insert(campaign_findings.end(), r.findings.begin(), r.findings.end());
+      }
       if (r.failed()) {
         ++ft.failing;
         for (const Finding& f : r.findings) {
@@ -370,7 +404,15 @@ int RunFuzz(const FuzzArgs& a) {
           FuzzFailure x;
           x.signature = sig;
           x.seed = seed;
-          x.schedule = r.run.schedule.Encode();
+          // Shrink the schedule when this failure is the run's first (what the shrinker keeps).
+          const ReplayResult* keep = &r;
+          std::optional<Shrunk> sh;
+          if (&f == &r.findings.front()) {
+            sh = ShrinkFailure(rep, r);
+            keep = &sh->result;
+            x.words = f.words;
+          }
+          x.schedule = keep->run.schedule.Encode();
           x.thread_name = f.thread_name;
           x.type = f.type;
           x.message = f.message;
@@ -379,7 +421,7 @@ int RunFuzz(const FuzzArgs& a) {
           if (!a.save_dir.empty()) {
             const std::string stem = std::filesystem::path(path).stem().string();
             x.schedule_file = fmt::format("{}/{}-{}.sched", a.save_dir, stem, ft.failures.size() + 1);
-            if (auto s = SaveSchedule(r, x.schedule_file, path, a.c, std::to_string(seed)); !s)
+            if (auto s = SaveSchedule(*keep, x.schedule_file, path, a.c, std::to_string(seed)); !s)
               return ReportError(s.error());
           }
           ft.failures.push_back(std::move(x));
@@ -419,6 +461,7 @@ int RunFuzz(const FuzzArgs& a) {
                       a.c.strategy.name.c_str(), static_cast<unsigned long long>(f.seed));
       }
     }
+    if (a.c.races && !a.c.json) std::fputs(FormatRaces(races, campaign_findings).c_str(), stdout);
     all.push_back(std::move(ft));
   }
   const std::string shard_text = a.shard.empty() ? "" : fmt::format("{}/{}", shard->index, shard->count);
@@ -446,7 +489,15 @@ struct CheckArgs {
 int RunCheck(const CheckArgs& a) {
   auto l = Load(a.trace, a.c);
   if (!l) return ReportError(l.error());
-  const Verdict v = CheckFix(l->program, l->options, a.runs, a.seed);
+  Verdict v = CheckFix(l->program, l->options, a.runs, a.seed);
+  std::string shrink_note;
+  if (!v.holds) {
+    Replayer rep(l->program, l->options);
+    Shrunk sh = ShrinkFailure(rep, *v.counterexample);
+    shrink_note = DescribeShrink(sh);
+    sh.result.strategy = v.counterexample->strategy + ", shrunk";
+    v.counterexample = std::move(sh.result);
+  }
   auto ms = [](Nanos n) { return static_cast<double>(n) / 1e6; };
   const double ratio = v.makespan_none ? static_cast<double>(v.makespan_fix) /
                                              static_cast<double>(v.makespan_none)
@@ -488,6 +539,7 @@ int RunCheck(const CheckArgs& a) {
                    .c_str(),
                stdout);
     std::fputs(Colour(FormatReport(*v.counterexample, l->program, hint)).c_str(), stdout);
+    std::printf("%s\n", shrink_note.c_str());
   } else {
     std::fputs(Colour(fmt::format("verdict: fix '{}' holds for every schedule tried: {} explored "
                                   "(random walk, PCT d=2 and d=3 over k={} steps, seeds {}..{}). "

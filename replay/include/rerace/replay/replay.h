@@ -31,6 +31,7 @@
 
 #include "rerace/replay/fix.h"
 #include "rerace/replay/program.h"
+#include "rerace/sim/race_detector.h"
 #include "rerace/sim/scheduler.h"
 #include "rerace/sim/strategy.h"
 
@@ -46,6 +47,7 @@ struct ReplayOptions {
   uint32_t reps = 1;            // do_bench repetitions executed per config; 0: as recorded
   uint64_t max_steps = 2'000'000;
   Nanos launch_cpu_ns = 4'000;  // CPU time a launch costs its thread
+  bool detect_races = false;    // happens-before race detection (sim/race_detector.h)
 };
 
 struct Finding {
@@ -78,6 +80,7 @@ struct ReplayResult {
   std::vector<DuplicateTuning> duplicates;
   Nanos makespan = 0;                     // simulated step time
   uint64_t left_recording = 0;            // --recorded: transitions the model could not match
+  std::vector<sim::Race> races;           // with detect_races
   bool failed() const { return !findings.empty(); }
   // Distinct failure signature, for fuzz's de-duplication: codes and where, not thread ids.
   std::string Signature() const;
@@ -113,6 +116,9 @@ class Replayer {
 // involved thread's last steps, the simulated step time, warnings, how to replay it.
 std::string FormatReport(const ReplayResult& r, const Program& p, const std::string& replay_hint);
 std::string FormatJson(const ReplayResult& r, const Program& p);
+// The races of a run, one per line, each with the failures of `involved` that touch either
+// access's source line.
+std::string FormatRaces(const std::vector<sim::Race>& races, const std::vector<Finding>& involved);
 std::string JsonEscape(const std::string& s);
 
 }  // namespace rerace::replay

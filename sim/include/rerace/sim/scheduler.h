@@ -54,6 +54,7 @@ class Fiber;
 
 class Strategy;
 class Scheduler;
+class RaceDetector;
 
 using Nanos = uint64_t;
 
@@ -172,6 +173,7 @@ class Scheduler {
   struct Options {
     uint64_t max_steps = 10'000'000;  // the step bound; reaching it is a failure
     size_t stack_size = 0;            // 0: default (256 KiB, 2 MiB under sanitizers)
+    RaceDetector* races = nullptr;    // if set, sees every step (race_detector.h)
   };
 
   // `strategy` must outlive the Scheduler. `pool`, if given, supplies fiber stacks and must

@@ -98,6 +98,41 @@ class Timed final : public Strategy {
   std::vector<ThreadId> ties_;
 };
 
+// Partial order sampling (Yuan, Yang, Gu: "Partial Order Aware Concurrency Sampling", CAV 2018):
+// every pending operation gets a random priority; the runnable thread whose pending operation
+// has the highest priority runs; after it runs, the operations that conflict with it (same
+// shared object) draw new priorities. Samples partial orders far more evenly than a random
+// walk. Seeded.
+class Pos final : public Strategy {
+ public:
+  explicit Pos(uint64_t seed) : rng_(seed), seed_(seed) {}
+  ThreadId Pick(const Choice& c) override;
+  std::string Name() const override;
+
+ private:
+  Prng rng_;
+  uint64_t seed_;
+  std::vector<uint64_t> priority_;  // by thread: of its pending operation; 0 = to draw
+};
+
+// A selectively uniform random walk, in the spirit of SURW (ASPLOS 2025): a thread runs with
+// probability proportional to the steps it has left, which makes every interleaving of the
+// threads' steps equally likely (a plain random walk favours switching early). `expected`
+// is each thread's step count, from an earlier run (e.g. round-robin); threads it does not
+// cover count one step. Seeded.
+class Surw final : public Strategy {
+ public:
+  Surw(uint64_t seed, std::vector<uint64_t> expected)
+      : rng_(seed), seed_(seed), left_(std::move(expected)) {}
+  ThreadId Pick(const Choice& c) override;
+  std::string Name() const override;
+
+ private:
+  Prng rng_;
+  uint64_t seed_;
+  std::vector<uint64_t> left_;
+};
+
 class ScheduleReplay final : public Strategy {
  public:
   explicit ScheduleReplay(Schedule s) : schedule_(std::move(s)), cursor_(schedule_) {}
@@ -110,13 +145,16 @@ class ScheduleReplay final : public Strategy {
   ScheduleCursor cursor_;
 };
 
-// Builds a strategy from its command-line name: "round-robin", "random", "pct", "timed".
+// Builds a strategy from its command-line name: "round-robin", "random", "pct", "timed", "pos",
+// "surw" (needs `surw_steps`), or "portfolio" (random, PCT d=2, PCT d=3, POS and SURW in turn,
+// by seed).
 // `pct_depth` and `pct_steps` apply to "pct". Error (exit 64) names the known strategies.
 struct StrategySpec {
   std::string name = "random";
   uint32_t pct_depth = 3;
   uint64_t pct_steps = 1000;
   uint64_t rr_quantum = 1;
+  std::vector<uint64_t> surw_steps;  // per thread: steps of a probe run
 };
 Result<std::unique_ptr<Strategy>> MakeStrategy(const StrategySpec& spec, uint64_t seed);
 const std::vector<std::string>& StrategyNames();
