@@ -3,7 +3,48 @@
 
 #include <memory>
 
+#include "rerace/sim/explore.h"
+
 namespace rerace::replay {
+
+namespace {
+void Costs(const Program& program, const ReplayOptions& options, Replayer& rep, Verdict& v) {
+  sim::Timed timed_fix(0);
+  const ReplayResult with_fix = rep.Run(timed_fix);
+  v.makespan_fix = with_fix.makespan;
+  if (with_fix.failed()) v.fix_timed_failure = with_fix.findings.front().code;
+  v.duplicates_fix = with_fix.duplicates;
+  ReplayOptions none = options;
+  none.fix = Fix{};
+  Replayer base(program, none);
+  sim::Timed timed_none(0);
+  const ReplayResult without = base.Run(timed_none);
+  v.makespan_none = without.makespan;
+  if (without.failed()) v.none_timed_failure = without.findings.front().code;
+  v.makespan_recorded = base.RunRecorded().makespan;
+}
+}  // namespace
+
+BoundedVerdict CheckFixBounded(const Program& program, const ReplayOptions& options,
+                               uint32_t bound, uint64_t max_runs, bool naive) {
+  BoundedVerdict b;
+  b.bound = bound;
+  b.naive = naive;
+  Replayer rep(program, options);
+  sim::Explorer e(naive ? sim::Explorer::Mode::kNaive : sim::Explorer::Mode::kDpor, bound, max_runs);
+  const sim::ExploreResult x =
+      e.Explore([&rep](sim::Strategy& s) { return rep.Run(s).failed(); });
+  b.verdict.explored = x.runs;
+  b.exhausted = x.exhausted;
+  if (x.failed) {
+    b.verdict.holds = false;
+    sim::ScheduleReplay again(x.failing);
+    b.verdict.counterexample = rep.Run(again);
+    b.verdict.counterexample->strategy = naive ? "bounded DFS" : "DPOR";
+  }
+  Costs(program, options, rep, b.verdict);
+  return b;
+}
 
 Verdict CheckFix(const Program& program, const ReplayOptions& options, uint64_t runs,
                  uint64_t seed) {
@@ -30,19 +71,7 @@ Verdict CheckFix(const Program& program, const ReplayOptions& options, uint64_t 
       break;
     }
   }
-  sim::Timed timed_fix(0);
-  const ReplayResult with_fix = rep.Run(timed_fix);
-  v.makespan_fix = with_fix.makespan;
-  if (with_fix.failed()) v.fix_timed_failure = with_fix.findings.front().code;
-  v.duplicates_fix = with_fix.duplicates;
-  ReplayOptions none = options;
-  none.fix = Fix{};
-  Replayer base(program, none);
-  sim::Timed timed_none(0);
-  const ReplayResult without = base.Run(timed_none);
-  v.makespan_none = without.makespan;
-  if (without.failed()) v.none_timed_failure = without.findings.front().code;
-  v.makespan_recorded = base.RunRecorded().makespan;
+  Costs(program, options, rep, v);
   return v;
 }
 

@@ -9,17 +9,16 @@ namespace rerace::sim {
 
 void Mutex::Lock(const char* label) {
   const ThreadId self = s_.CurrentThread();
+  // Every attempt is a visible step on the mutex (so that exploration sees a blocked attempt
+  // conflict with the holder's acquire); a held mutex blocks the thread until an unlock,
+  // then it tries again. Re-locking a mutex one holds blocks forever, as a non-recursive lock
+  // does: the scheduler reports the deadlock naming the holder (this thread).
   for (;;) {
-    while (owner_ != kNoThread) {
-      if (s_.tearing_down()) return;
-      // Re-locking a mutex one holds blocks forever, as a non-recursive lock does: the
-      // scheduler reports it as a deadlock naming the holder (this thread).
-      waiters_.push_back(self);
-      s_.Block(id_, "to lock", owner_);
-    }
     s_.Point({Access::kLock, id_, label});
-    // Another thread may have taken the mutex while this one waited at its point.
     if (owner_ == kNoThread || s_.tearing_down()) break;
+    waiters_.push_back(self);
+    s_.Block(id_, "to lock", owner_);
+    if (s_.tearing_down()) return;
   }
   owner_ = self;
   if (!s_.tearing_down()) s_.AdvanceTo(release_clock_);

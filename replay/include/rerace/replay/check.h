@@ -34,4 +34,16 @@ struct Verdict {
 Verdict CheckFix(const Program& program, const ReplayOptions& options, uint64_t runs,
                  uint64_t seed);
 
+// Systematic: every schedule with at most `bound` preemptions that DPOR (or, with naive, a
+// plain depth-first search) distinguishes, up to `max_runs`. `exhausted` says whether the
+// search finished within the budget.
+struct BoundedVerdict {
+  Verdict verdict;
+  bool exhausted = false;
+  bool naive = false;
+  uint32_t bound = 0;
+};
+BoundedVerdict CheckFixBounded(const Program& program, const ReplayOptions& options,
+                               uint32_t bound, uint64_t max_runs, bool naive);
+
 }  // namespace rerace::replay
