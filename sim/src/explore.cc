@@ -16,6 +16,7 @@ struct Node {
   uint32_t preemptions_before = 0;
   std::set<ThreadId> backtrack;
   std::set<ThreadId> done;
+  std::set<ThreadId> sleep;  // threads whose next step was fully explored from an earlier node
 };
 
 bool Runnable(const Node& n, ThreadId t) {
@@ -33,9 +34,12 @@ bool Dependent(const SchedulingPoint& a, const SchedulingPoint& b) {
 }
 
 // Follows the path's choices, then runs without preemption; records a node per new step.
+// With sleep sets: a thread whose next step was already explored from an earlier node, and
+// that nothing since conflicted with, is not chosen again where another choice exists.
 class Follow final : public Strategy {
  public:
-  Follow(std::vector<Node>& path, size_t prefix) : path_(path), prefix_(prefix) {}
+  Follow(std::vector<Node>& path, size_t prefix, bool sleep_sets)
+      : path_(path), prefix_(prefix), sleep_sets_(sleep_sets) {}
   ThreadId Pick(const Choice& c) override {
     const size_t i = c.step;
     if (i < prefix_) return path_[i].chosen;
@@ -44,7 +48,22 @@ class Follow final : public Strategy {
     n.pending.assign(c.pending.begin(), c.pending.end());
     n.previous = c.previous;
     n.preemptions_before = i == 0 ? 0 : path_[i - 1].preemptions_before + Cost(path_[i - 1], path_[i - 1].chosen);
-    n.chosen = c.previous != kNoThread && Runnable(n, c.previous) ? c.previous : n.runnable.front();
+    if (sleep_sets_ && i > 0) {
+      const Node& parent = path_[i - 1];
+      const ThreadId t = parent.chosen;
+      std::set<ThreadId> candidates = parent.sleep;
+      for (ThreadId d : parent.done)
+        if (d != t) candidates.insert(d);
+      for (ThreadId u : candidates)
+        if (u != t && u < parent.pending.size() && !Dependent(parent.pending[u], parent.pending[t]))
+          n.sleep.insert(u);
+    }
+    auto awake = [&n](ThreadId t) { return !n.sleep.count(t); };
+    n.chosen = kNoThread;
+    if (c.previous != kNoThread && Runnable(n, c.previous) && awake(c.previous)) n.chosen = c.previous;
+    for (size_t k = 0; k < n.runnable.size() && n.chosen == kNoThread; ++k)
+      if (awake(n.runnable[k])) n.chosen = n.runnable[k];
+    if (n.chosen == kNoThread) n.chosen = n.runnable.front();  // all asleep: a redundant run
     n.done.insert(n.chosen);
     path_.resize(i);
     path_.push_back(std::move(n));
@@ -55,6 +74,7 @@ class Follow final : public Strategy {
  private:
   std::vector<Node>& path_;
   size_t prefix_;
+  bool sleep_sets_;
 };
 
 }  // namespace
@@ -68,7 +88,7 @@ ExploreResult Explorer::Explore(const std::function<bool(Strategy&)>& run) {
       r.budget_hit = true;
       return r;
     }
-    Follow follow(path, prefix);
+    Follow follow(path, prefix, mode_ == Mode::kDpor);
     const bool failed = run(follow);
     ++r.runs;
     if (failed) {
@@ -106,7 +126,7 @@ ExploreResult Explorer::Explore(const std::function<bool(Strategy&)>& run) {
     ThreadId next = kNoThread;
     while (j-- > 0) {
       for (ThreadId t : path[j].backtrack)
-        if (!path[j].done.count(t)) {
+        if (!path[j].done.count(t) && !path[j].sleep.count(t)) {
           next = t;
           break;
         }

@@ -6,15 +6,17 @@
 //
 //   kNaive  every runnable thread at every step is a choice (within the bound): every
 //           interleaving with at most B preemptions is run.
-//   kDpor   dynamic partial-order reduction (Flanagan & Godefroid, POPL 2005): after a run, a
-//           step is only reconsidered where it conflicts with a later step of another thread
-//           (same shared object, not both reads): the reversal of that race is scheduled.
-//           Interleavings that only reorder independent steps are not re-run.
+//   kDpor   dynamic partial-order reduction (Flanagan & Godefroid, POPL 2005) with sleep
+//           sets: after a run, a step is only reconsidered where it conflicts with a later step
+//           of another thread (same shared object, not both reads): the reversal of that race
+//           is scheduled; a thread whose next step was already explored from an earlier node,
+//           and that nothing has conflicted with since, sleeps. Interleavings that only
+//           reorder independent steps are not re-run.
 //
 // NB: DPOR combined with a preemption bound is not exhaustive in general (Coons, Musuvathi,
 // McKinley, OOPSLA 2013 show what bounded POR must add); rerace reports "held in every
-// schedule explored" with the numbers, never more. Sleep and source sets (Abdulla et al.,
-// POPL 2014) are not implemented yet.
+// schedule explored" with the numbers, never more. Source sets (Abdulla et al., POPL 2014)
+// are not implemented yet.
 //
 // Single-threaded; `run` must build a fresh program each time and return whether it failed.
 #pragma once
