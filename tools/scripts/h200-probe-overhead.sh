@@ -1,0 +1,10 @@
+set -uo pipefail
+export LD_LIBRARY_PATH=$PWD/.devlibs:/usr/local/cuda/lib64:/usr/local/cuda/extras/CUPTI/lib64:/usr/local/cuda/lib:${LD_LIBRARY_PATH:-}
+export NCCL_NVLS_ENABLE=0 PYTHONUNBUFFERED=1
+bin=$PWD/.devrun/bin; exp=$PWD/tools/python/experiments/autotune_race.py; out=$OUT
+python3 "$exp" --variant lock-run --trials 1 >/dev/null 2>&1
+for i in 1 2; do
+python3 "$exp" --variant lock-run --trials 4 | sed 's/^/plain:    /'
+(cd "$out" && "$bin/rerace" record --probe triton -o ovh.rrt -- python3 "$exp" --variant lock-run --trials 4 2>&1 | sed 's/^/recorded: /'; rm -f ovh.*.rrt)
+python3 "$exp" --variant lock-run --trials 4 --profile 2>/dev/null | sed 's/^/profiler: /'
+done 2>&1 | tee $OUT/h200-overhead.log
