@@ -25,6 +25,15 @@ void Costs(const Program& program, const ReplayOptions& options, Replayer& rep, 
 }
 }  // namespace
 
+StepShape MeasureShape(Replayer& replayer) {
+  sim::RoundRobin rr(1'000'000);
+  const ReplayResult r = replayer.Run(rr);
+  StepShape s;
+  s.steps = std::max<uint64_t>(r.run.steps, 1);
+  for (const auto& t : r.run.threads) s.per_thread.push_back(t.steps);
+  return s;
+}
+
 BoundedVerdict CheckFixBounded(const Program& program, const ReplayOptions& options,
                                uint32_t bound, uint64_t max_runs, bool naive) {
   BoundedVerdict b;
@@ -50,10 +59,7 @@ Verdict CheckFix(const Program& program, const ReplayOptions& options, uint64_t 
                  uint64_t seed) {
   Verdict v;
   Replayer rep(program, options);
-  {
-    sim::RoundRobin rr(1'000'000);
-    v.pct_steps = std::max<uint64_t>(rep.Run(rr).run.steps, 1);
-  }
+  v.pct_steps = MeasureShape(rep).steps;
   for (uint64_t i = 0; i < runs; ++i) {
     const uint64_t s = seed + i;
     std::unique_ptr<sim::Strategy> strategy;

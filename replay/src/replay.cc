@@ -64,7 +64,7 @@ std::string Replayer::ModelName() const {
 }
 
 ReplayResult Replayer::Run(sim::Strategy& strategy) {
-  return RunWith(strategy, nullptr, nullptr, options_.reps);
+  return RunWith(strategy, nullptr, options_.reps);
 }
 
 ReplayResult Replayer::RunRecorded() {
@@ -74,18 +74,17 @@ ReplayResult Replayer::RunRecorded() {
 ReplayResult Replayer::RunRecorded(const std::function<sim::Strategy&(sim::Strategy&)>& wrap) {
   std::vector<uint64_t> anchors;
   RecordedOrder strategy(anchors);
-  return RunWith(wrap(strategy), &anchors, &anchors, 0);
+  return RunWith(wrap(strategy), &anchors, 0);
 }
 
-ReplayResult Replayer::RunWith(sim::Strategy& strategy, const std::vector<uint64_t>* anchors_in,
-                               std::vector<uint64_t>* anchors_out, uint32_t reps) {
+ReplayResult Replayer::RunWith(sim::Strategy& strategy, std::vector<uint64_t>* anchors,
+                               uint32_t reps) {
   sim::Scheduler::Options so;
   so.max_steps = options_.max_steps;
   sim::RaceDetector detector;
   if (options_.detect_races) so.races = &detector;
   sim::Scheduler sched(strategy, so, pool_.get());
-  detail::World world(sched, program_, options_, reps, ModelName() == "fla", anchors_in,
-                      anchors_out);
+  detail::World world(sched, program_, options_, reps, ModelName() == "fla", anchors);
   for (uint32_t t = 0; t < program_.threads.size(); ++t)
     sched.Spawn(program_.threads[t].name, [&world, t] { world.RunThread(t); });
   if (options_.fix.prewarm)

@@ -34,8 +34,7 @@ std::string Q(const std::string& s) { return "\"" + JsonEscape(s) + "\""; }
 
 }  // namespace
 
-std::string ReplayTimeline(const ReplayResult& r, const std::vector<StepLog::Step>& steps,
-                           const Program& p) {
+std::string ReplayTimeline(const ReplayResult& r, const std::vector<StepLog::Step>& steps) {
   Json j;
   j.Event(R"("name":"process_name","ph":"M","pid":1,"args":{"name":"host threads, 1 us = 1 step"})");
   for (size_t t = 0; t < r.run.threads.size(); ++t)
@@ -67,7 +66,6 @@ std::string ReplayTimeline(const ReplayResult& r, const std::vector<StepLog::Ste
       ++flow;
     }
   }
-  (void)p;
   return j.Finish();
 }
 

@@ -84,11 +84,10 @@ World::Queue::Queue(sim::Scheduler& s, const std::string& name)
     : m(s, name + " queue lock"), cv(s, name + " queue") {}
 
 World::World(sim::Scheduler& s, const Program& p, const ReplayOptions& o, uint32_t reps, bool fla,
-             const std::vector<uint64_t>* anchors_in, std::vector<uint64_t>* anchors_out)
-    : s_(s), p_(p), o_(o), reps_(reps), fla_(fla), anchors_in_(anchors_in), anchors_(anchors_out),
+             std::vector<uint64_t>* anchors)
+    : s_(s), p_(p), o_(o), reps_(reps), fla_(fla), anchors_(anchors),
       cursor_(p.threads.size(), 0), fields_recorded_(p.threads.size(), false),
       reads_recorded_(p.threads.size(), false) {
-  (void)anchors_in_;
   for (size_t t = 0; t < p.threads.size(); ++t)
     for (const RecordedTransition& tr : p.threads[t].transitions) {
       if (tr.kind == TunerKind::kFieldWrite) fields_recorded_[t] = true;

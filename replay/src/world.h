@@ -68,7 +68,7 @@ struct PyError {
 class World {
  public:
   World(sim::Scheduler& s, const Program& p, const ReplayOptions& o, uint32_t reps,
-        bool fla, const std::vector<uint64_t>* anchors_in, std::vector<uint64_t>* anchors_out);
+        bool fla, std::vector<uint64_t>* anchors);
 
   // The body of replay thread `t`.
   void RunThread(uint32_t t);
@@ -115,7 +115,6 @@ class World {
   const ReplayOptions& o_;
   const uint32_t reps_;
   const bool fla_;
-  const std::vector<uint64_t>* anchors_in_;
   std::vector<uint64_t>* anchors_;
   std::vector<size_t> cursor_;  // per thread: next recorded transition
   std::vector<bool> fields_recorded_;  // per thread: the recording has field writes

@@ -96,27 +96,14 @@ Result<Loaded> Load(const std::string& path, const Common& c) {
   return l;
 }
 
-// PCT needs k, the steps of a run, and SURW each thread's steps: one round-robin run
-// measures them.
-struct Probe {
-  uint64_t steps = 0;
-  std::vector<uint64_t> per_thread;
-};
-
-Probe MeasureSteps(Replayer& r) {
-  sim::RoundRobin rr(1'000'000);
-  const ReplayResult x = r.Run(rr);
-  Probe p;
-  p.steps = std::max<uint64_t>(x.run.steps, 1);
-  for (const auto& t : x.run.threads) p.per_thread.push_back(t.steps);
-  return p;
-}
+// PCT needs k, the steps of a run, and SURW each thread's steps: measured once per trace.
+using Probe = StepShape;
 
 Result<std::unique_ptr<sim::Strategy>> StrategyFor(const sim::StrategySpec& spec, uint64_t seed,
                                                    Replayer& r, std::optional<Probe>* probe) {
   sim::StrategySpec s = spec;
   if (s.name == "pct" || s.name == "surw" || s.name == "portfolio") {
-    if (!probe->has_value()) *probe = MeasureSteps(r);
+    if (!probe->has_value()) *probe = MeasureShape(r);
     s.pct_steps = (*probe)->steps;
     s.surw_steps = (*probe)->per_thread;
   }
@@ -183,7 +170,7 @@ int RunReplay(const ReplayArgs& a) {
     how = fmt::format("seed {}", a.seed);
   }
   if (log) {
-    if (auto w = WriteFile(a.perfetto, replay::ReplayTimeline(r, log->steps(), l->program)); !w)
+    if (auto w = WriteFile(a.perfetto, replay::ReplayTimeline(r, log->steps())); !w)
       return ReportError(w.error());
   }
   std::string hint;
@@ -410,7 +397,6 @@ int RunFuzz(const FuzzArgs& a) {
           if (&f == &r.findings.front()) {
             sh = ShrinkFailure(rep, r);
             keep = &sh->result;
-            x.words = f.words;
           }
           x.schedule = keep->run.schedule.Encode();
           x.thread_name = f.thread_name;
@@ -541,7 +527,7 @@ int RunCheck(const CheckArgs& a) {
       sim::ScheduleReplay again(v.counterexample->run.schedule);
       replay::StepLog log(again);
       const ReplayResult r = rep.Run(log);
-      if (auto w = WriteFile(a.perfetto, replay::ReplayTimeline(r, log.steps(), l->program)); !w)
+      if (auto w = WriteFile(a.perfetto, replay::ReplayTimeline(r, log.steps())); !w)
         return ReportError(w.error());
     }
     std::fputs(Colour(fmt::format("verdict: fix '{}' FAILS: counterexample found after {} schedules ({})\n",

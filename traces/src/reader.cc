@@ -561,7 +561,6 @@ Result<Trace> ReadTrace(const std::string& path) {
 }
 
 Result<std::vector<FrameInfo>> ListFrames(std::span<const uint8_t> bytes, std::string_view name) {
-  Parser p(bytes, name);
   std::vector<FrameInfo> out;
   if (bytes.size() < kPreambleBytes || std::memcmp(bytes.data(), kMagic.data(), kMagic.size()) != 0)
     return Error{fmt::format("{}: byte 0: bad magic; expected \"RRTRACE\\n\"", name)};

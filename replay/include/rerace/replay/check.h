@@ -31,6 +31,14 @@ struct Verdict {
   std::vector<DuplicateTuning> duplicates_fix;  // under the fix, timed strategy
 };
 
+// One run without preemption (round-robin, whole quantum): its step count is PCT's k, its
+// per-thread steps SURW's weights.
+struct StepShape {
+  uint64_t steps = 1;
+  std::vector<uint64_t> per_thread;
+};
+StepShape MeasureShape(Replayer& replayer);
+
 Verdict CheckFix(const Program& program, const ReplayOptions& options, uint64_t runs,
                  uint64_t seed);
 

@@ -105,8 +105,8 @@ class Replayer {
   std::string ModelName() const;
 
  private:
-  ReplayResult RunWith(sim::Strategy& strategy, const std::vector<uint64_t>* anchors,
-                       std::vector<uint64_t>* anchor_out, uint32_t reps);
+  // `anchors`: the recorded-order strategy's per-thread position, kept by the model (or null).
+  ReplayResult RunWith(sim::Strategy& strategy, std::vector<uint64_t>* anchors, uint32_t reps);
   const Program& program_;
   ReplayOptions options_;
   std::unique_ptr<sim::StackPool> pool_;

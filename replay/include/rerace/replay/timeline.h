@@ -41,10 +41,8 @@ class StepLog final : public sim::Strategy {
   std::vector<Step> steps_;
 };
 
-// `objects` names the scheduling points' objects (Scheduler::ObjectName, captured by the
-// caller while the scheduler lived): pass the names in object-id order.
-std::string ReplayTimeline(const ReplayResult& r, const std::vector<StepLog::Step>& steps,
-                           const Program& p);
+// `steps` from the StepLog the run was made with.
+std::string ReplayTimeline(const ReplayResult& r, const std::vector<StepLog::Step>& steps);
 std::string TraceTimeline(const traces::Trace& t);
 
 }  // namespace rerace::replay
