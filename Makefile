@@ -42,16 +42,19 @@ test-sanitize: build-asan
 	cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	  ctest --output-on-failure -j $(JOBS) -LE gpu
 
-# ThreadSanitizer over the recorder's buffers and writer (the code that runs on the recorded
+# ThreadSanitizer over the recorder's buffers and writer, and the native autotuner (the code that runs on the recorded
 # program's threads). The fiber scheduler is single-threaded and not built for TSan.
 build-tsan: deps
 	cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS=-O1 \
 	  -DRERACE_WERROR=$(WERROR) -DRERACE_CUDA=OFF -DRERACE_BENCH=OFF \
 	  -DRERACE_SANITIZE=thread $(CMAKE_FLAGS)
-	cmake --build build-tsan -j $(JOBS) --target recorder_test
+	cmake --build build-tsan -j $(JOBS) --target recorder_test kernels_test
 
+# The native autotuner's tests race real threads on purpose (its fields are atomic per
+# access, as under the GIL); the fiber-based replay tests in the same binary are left out.
 test-tsan: build-tsan
 	TSAN_OPTIONS=halt_on_error=1 build-tsan/tests/recorder_test
+	TSAN_OPTIONS=halt_on_error=1 build-tsan/tests/kernels_test --gtest_filter='Autotuner.*' 
 
 # libFuzzer over the trace reader, under ASan + UBSan, with clang. FUZZ_SECONDS=60 by default.
 FUZZ_SECONDS ?= 60

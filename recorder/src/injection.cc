@@ -173,17 +173,44 @@ void StartRecorder() {
   });
 }
 
-uint32_t DeviceOf(CUcontext ctx) {
-  uint32_t dev = 0;
-  if (ctx) cuptiGetDeviceId(ctx, &dev);
-  return dev;
+// Device and stream ids cost a CUPTI call each; a launch-heavy thread asks about the same few
+// (context, stream) pairs again and again. Each thread keeps the answers in a small
+// direct-mapped cache, valid while no stream or context has been destroyed since (a new stream
+// may reuse a destroyed one's handle): the resource callbacks bump g_generation.
+std::atomic<uint64_t> g_generation{1};
+
+struct IdSlot {
+  CUcontext ctx = nullptr;
+  CUstream stream = nullptr;
+  uint64_t generation = 0;  // 0: empty
+  bool ptsz = false;
+  uint32_t device = 0;
+  uint64_t stream_id = 0;
+};
+thread_local IdSlot t_ids[16];
+
+const IdSlot& IdsOf(CUcontext ctx, CUstream s, bool ptsz) {
+  const uint64_t gen = g_generation.load(std::memory_order_acquire);
+  const auto h = reinterpret_cast<uintptr_t>(s) ^ (reinterpret_cast<uintptr_t>(ctx) >> 4);
+  IdSlot& slot = t_ids[(h >> 4 ^ h >> 9) & 15];
+  if (slot.generation == gen && slot.ctx == ctx && slot.stream == s && slot.ptsz == ptsz) return slot;
+  slot.ctx = ctx;
+  slot.stream = s;
+  slot.ptsz = ptsz;
+  slot.device = 0;
+  slot.stream_id = 0;
+  if (ctx) {
+    cuptiGetDeviceId(ctx, &slot.device);
+    uint32_t id = 0;
+    if (cuptiGetStreamIdEx(ctx, s, ptsz ? 1 : 0, &id) == CUPTI_SUCCESS) slot.stream_id = id;
+  }
+  slot.generation = gen;
+  return slot;
 }
 
-uint64_t StreamOf(CUcontext ctx, CUstream s, bool ptsz) {
-  uint32_t id = 0;
-  if (ctx && cuptiGetStreamIdEx(ctx, s, ptsz ? 1 : 0, &id) != CUPTI_SUCCESS) return 0;
-  return id;
-}
+uint32_t DeviceOf(CUcontext ctx) { return IdsOf(ctx, nullptr, false).device; }
+
+uint64_t StreamOf(CUcontext ctx, CUstream s, bool ptsz) { return IdsOf(ctx, s, ptsz).stream_id; }
 
 const char* NvtxText(const nvtxEventAttributes_t* a) {
   if (a && a->messageType == NVTX_MESSAGE_TYPE_ASCII) return a->message.ascii;
@@ -193,6 +220,9 @@ const char* NvtxText(const nvtxEventAttributes_t* a) {
 void CUPTIAPI Callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
   if (domain == CUPTI_CB_DOMAIN_RESOURCE) {
     if (cbid == CUPTI_CBID_RESOURCE_CONTEXT_CREATED) StartRecorder();
+    if (cbid == CUPTI_CBID_RESOURCE_STREAM_DESTROY_STARTING ||
+        cbid == CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING)
+      g_generation.fetch_add(1, std::memory_order_acq_rel);
     return;
   }
   Recorder* r = Global();

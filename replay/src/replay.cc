@@ -58,8 +58,10 @@ Replayer::~Replayer() = default;
 
 std::string Replayer::ModelName() const {
   if (options_.model != "auto") return options_.model;
-  for (const std::string& c : program_.tuner_classes)
+  for (const std::string& c : program_.tuner_classes) {
     if (IsFla(c)) return "fla";
+    if (c.rfind("rerace.kernels.", 0) == 0) return "native";
+  }
   return "triton";
 }
 
@@ -84,7 +86,7 @@ ReplayResult Replayer::RunWith(sim::Strategy& strategy, std::vector<uint64_t>* a
   sim::RaceDetector detector;
   if (options_.detect_races) so.races = &detector;
   sim::Scheduler sched(strategy, so, pool_.get());
-  detail::World world(sched, program_, options_, reps, ModelName() == "fla", anchors);
+  detail::World world(sched, program_, options_, reps, ModelName(), anchors);
   for (uint32_t t = 0; t < program_.threads.size(); ++t)
     sched.Spawn(program_.threads[t].name, [&world, t] { world.RunThread(t); });
   if (options_.fix.prewarm)

@@ -16,35 +16,53 @@ namespace rerace::replay::detail {
 using traces::TunerKind;
 
 namespace {
-constexpr const char* kRunSetNargs =
-    "autotuner.py:213 Autotuner.run: self.nargs = dict(zip(self.arg_names, args))";
-constexpr const char* kRunReadNargs = "autotuner.py:216 Autotuner.run: all_args = {**self.nargs, **kwargs}";
-constexpr const char* kRunCacheCheck = "autotuner.py:223 Autotuner.run: if key not in self.cache";
-constexpr const char* kBenchNargs =
-    "autotuner.py:143 Autotuner._bench: full_nargs = {**self.nargs, **current}";
-constexpr const char* kPreHookWrite =
-    "autotuner.py:63 _pre_hook: self.restore_copies = {name: kwargs[name].clone() ...}";
-constexpr const char* kPostHookRead =
-    "autotuner.py:74 _post_hook: kwargs[name].copy_(self.restore_copies[name])";
-constexpr const char* kPostHookReset = "autotuner.py:75 _post_hook: self.restore_copies = {}";
-constexpr const char* kBenchTime = "autotuner.py:231 benchmark: self.bench_time = bench_end - bench_start";
-constexpr const char* kCacheWrite =
-    "autotuner.py:232 benchmark: self.cache[key] = builtins.min(timings, key=timings.get)";
-constexpr const char* kBenchmarkNargs =
-    "autotuner.py:233 benchmark: full_nargs = {**self.nargs, **kwargs, **config.all_kwargs()}";
-constexpr const char* kConfigsTimings = "autotuner.py:235 benchmark: self.configs_timings = timings";
-constexpr const char* kRunCacheRead = "autotuner.py:242 Autotuner.run: config = self.cache[key]";
-constexpr const char* kBestConfig = "autotuner.py:245 Autotuner.run: self.best_config = config";
-constexpr const char* kRunClearNargs = "autotuner.py:257 Autotuner.run: self.nargs = None";
 constexpr const char* kFlaCheck = "fla CachedAutotuner.run: if key in self.config_cache";
 constexpr const char* kFlaLoad = "fla CachedAutotuner.run: self.cache[key] = cached config";
 constexpr const char* kFlaBest = "fla CachedAutotuner.run: best = self.best_config";
 constexpr const char* kFlaStore = "fla CachedAutotuner.run: self.config_cache[key] = best";
 
-constexpr const char* kWherePostHook = "triton/runtime/autotuner.py:74 in _post_hook";
-constexpr const char* kWhereBench = "triton/runtime/autotuner.py:143 in _bench";
-constexpr const char* kWhereRun = "triton/runtime/autotuner.py:216 in run";
-constexpr const char* kWhereBenchmark = "triton/runtime/autotuner.py:233 in benchmark";
+// The labels of each model's scheduling points and the places its errors name.
+const Labels kTritonLabels = {
+    "autotuner.py:213 Autotuner.run: self.nargs = dict(zip(self.arg_names, args))",
+    "autotuner.py:216 Autotuner.run: all_args = {**self.nargs, **kwargs}",
+    "autotuner.py:223 Autotuner.run: if key not in self.cache",
+    "autotuner.py:143 Autotuner._bench: full_nargs = {**self.nargs, **current}",
+    "autotuner.py:63 _pre_hook: self.restore_copies = {name: kwargs[name].clone() ...}",
+    "autotuner.py:74 _post_hook: kwargs[name].copy_(self.restore_copies[name])",
+    "autotuner.py:75 _post_hook: self.restore_copies = {}",
+    "autotuner.py:231 benchmark: self.bench_time = bench_end - bench_start",
+    "autotuner.py:232 benchmark: self.cache[key] = builtins.min(timings, key=timings.get)",
+    "autotuner.py:233 benchmark: full_nargs = {**self.nargs, **kwargs, **config.all_kwargs()}",
+    "autotuner.py:235 benchmark: self.configs_timings = timings",
+    "autotuner.py:242 Autotuner.run: config = self.cache[key]",
+    "autotuner.py:245 Autotuner.run: self.best_config = config",
+    "autotuner.py:257 Autotuner.run: self.nargs = None",
+    "triton/runtime/autotuner.py:74 in _post_hook",
+    "triton/runtime/autotuner.py:143 in _bench",
+    "triton/runtime/autotuner.py:216 in run",
+    "triton/runtime/autotuner.py:233 in benchmark",
+    "KeyError", "TypeError"};
+// rerace::kernels::Autotuner (kernels/src/autotuner.cc), the same steps in C++.
+const Labels kNativeLabels = {
+    "autotuner.cc Autotuner::RunHere: nargs_ = call (autotuner.py:213)",
+    "autotuner.cc Autotuner::RunHere: key = KeyOf(*ReadNargs()) (autotuner.py:216)",
+    "autotuner.cc Autotuner::RunHere: CachedConfig(key) < 0 (autotuner.py:223)",
+    "autotuner.cc Autotuner::Bench: n = ReadNargs() (autotuner.py:143)",
+    "autotuner.cc Autotuner::PreHook: restore_copies_ = clones (autotuner.py:63)",
+    "autotuner.cc Autotuner::PostHook: CopyInto(arg, restore_copies_[i]) (autotuner.py:74)",
+    "autotuner.cc Autotuner::PostHook: restore_copies_ = {} (autotuner.py:75)",
+    "autotuner.cc Autotuner::Benchmark: bench_time_ = ... (autotuner.py:231)",
+    "autotuner.cc Autotuner::Benchmark: cache_[key] = best (autotuner.py:232)",
+    "autotuner.cc Autotuner::Benchmark: n = ReadNargs() (autotuner.py:233)",
+    "autotuner.cc Autotuner::Benchmark: configs_timings_ = timings (autotuner.py:235)",
+    "autotuner.cc Autotuner::RunHere: config = cache_[key] (autotuner.py:242)",
+    "autotuner.cc Autotuner::RunHere: best_config_ = config (autotuner.py:245)",
+    "autotuner.cc Autotuner::RunHere: nargs_ = nullptr (autotuner.py:257)",
+    "kernels/src/autotuner.cc Autotuner::PostHook",
+    "kernels/src/autotuner.cc Autotuner::Bench",
+    "kernels/src/autotuner.cc Autotuner::Run",
+    "kernels/src/autotuner.cc Autotuner::Benchmark",
+    "rerace::kernels::TunerError", "rerace::kernels::TunerError"};
 
 // Runs `f` holding `m` (if any). A PyError leaving `f` is caught, the lock released after the
 // catch block has ended (no fiber switch while an exception is in flight), then rethrown.
@@ -83,9 +101,10 @@ TunerState::TunerState(sim::Scheduler& s, const std::string& name, size_t keys)
 World::Queue::Queue(sim::Scheduler& s, const std::string& name)
     : m(s, name + " queue lock"), cv(s, name + " queue") {}
 
-World::World(sim::Scheduler& s, const Program& p, const ReplayOptions& o, uint32_t reps, bool fla,
-             std::vector<uint64_t>* anchors)
-    : s_(s), p_(p), o_(o), reps_(reps), fla_(fla), anchors_(anchors),
+World::World(sim::Scheduler& s, const Program& p, const ReplayOptions& o, uint32_t reps,
+             const std::string& model, std::vector<uint64_t>* anchors)
+    : s_(s), p_(p), o_(o), reps_(reps), fla_(model == "fla"), native_(model == "native"),
+      L_(native_ ? kNativeLabels : kTritonLabels), anchors_(anchors),
       cursor_(p.threads.size(), 0), fields_recorded_(p.threads.size(), false),
       reads_recorded_(p.threads.size(), false) {
   for (size_t t = 0; t < p.threads.size(); ++t)
@@ -410,13 +429,15 @@ void World::TritonRun(uint32_t thread, const TunerCall& c, uint32_t call) {
     }
   }
   AnchorWrite(thread, traces::TunerField::kNargs);
-  WriteNargs(st, {static_cast<int32_t>(call), thread, 0, 0}, kRunSetNargs);
+  WriteNargs(st, {static_cast<int32_t>(call), thread, 0, 0}, L_.kRunSetNargs);
   int32_t key = own_key;
   int32_t config = 0;
   if (c.configs.size() > 1) {
-    const Nargs n = ReadNargs(st, kRunReadNargs);
+    const Nargs n = ReadNargs(st, L_.kRunReadNargs);
     if (n.call < 0) {
-      Raise(thread, "nargs-none", "TypeError", "'NoneType' object is not a mapping", kWhereRun,
+      Raise(thread, "nargs-none", L_.none_error_type,
+            native_ ? "nargs is null while computing the key" : "'NoneType' object is not a mapping",
+            L_.kWhereRun,
             fmt::format("nargs is None while thread {} computes its key: thread {} set it to None "
                         "at step {}",
                         thread, n.writer, n.step),
@@ -426,7 +447,7 @@ void World::TritonRun(uint32_t thread, const TunerCall& c, uint32_t call) {
     Locked(LockFor(Region::kCache), "lock around the cache", [&] {
       const bool hit = st.cache.ReadWith(
           [&](const std::vector<int32_t>& v) { return v[static_cast<size_t>(key)] >= 0; },
-          kRunCacheCheck);
+          L_.kRunCacheCheck);
       if (hit) return;
       if (!o_.fix.per_key_future) {
         Benchmark(thread, c, st, key);
@@ -459,11 +480,11 @@ void World::TritonRun(uint32_t thread, const TunerCall& c, uint32_t call) {
       }
     });
     config = st.cache.ReadWith(
-        [&](const std::vector<int32_t>& v) { return v[static_cast<size_t>(key)]; }, kRunCacheRead);
+        [&](const std::vector<int32_t>& v) { return v[static_cast<size_t>(key)]; }, L_.kRunCacheRead);
     if (config < 0) config = 0;  // a tuning that failed in another thread left no entry
   }
   AnchorWrite(thread, traces::TunerField::kBestConfig);
-  st.best_config.Write({config, thread, key}, kBestConfig);
+  st.best_config.Write({config, thread, key}, L_.kBestConfig);
   Anchor(thread, TunerKind::kLaunch, -1);
   if (key != own_key) {
     Silent(thread, "config-mismatch",
@@ -471,11 +492,11 @@ void World::TritonRun(uint32_t thread, const TunerCall& c, uint32_t call) {
                        "arguments were in self.nargs when it computed its key), not for its own "
                        "key {}",
                        thread, c.kernel, keys_[tuner_index_.at(c.tuner)][static_cast<size_t>(key)], c.key),
-           "triton/runtime/autotuner.py:216 in run");
+           L_.kWhereRun);
   }
   Launch(c.device, c.stream, c.launch_ns);
   AnchorWrite(thread, traces::TunerField::kNargs);
-  WriteNargs(st, {-1, thread, 0, 0}, kRunClearNargs);
+  WriteNargs(st, {-1, thread, 0, 0}, L_.kRunClearNargs);
   if (fla_ && !fla_hit) {
     const Owned best = st.best_config.Read(kFlaBest);
     if (best.thread != thread && best.key != own_key) {
@@ -503,11 +524,13 @@ int32_t World::Benchmark(uint32_t thread, const TunerCall& c, TunerState& st, in
       if (c.bench_ns[static_cast<size_t>(best)] == 0) best = static_cast<int32_t>(i);
     }
     tunings_[{tuner_index_.at(c.tuner), key}].push_back({thread, gpu});
-    st.bench_time.Write({0, thread, key}, kBenchTime);
-    st.cache.Update([&](std::vector<int32_t>& v) { v[static_cast<size_t>(key)] = best; }, kCacheWrite);
-    const Nargs n = ReadNargs(st, kBenchmarkNargs);
+    st.bench_time.Write({0, thread, key}, L_.kBenchTime);
+    st.cache.Update([&](std::vector<int32_t>& v) { v[static_cast<size_t>(key)] = best; }, L_.kCacheWrite);
+    const Nargs n = ReadNargs(st, L_.kBenchmarkNargs);
     if (n.call < 0) {
-      Raise(thread, "nargs-none", "TypeError", "'NoneType' object is not a mapping", kWhereBenchmark,
+      Raise(thread, "nargs-none", L_.none_error_type,
+            native_ ? "nargs is null after benchmarking" : "'NoneType' object is not a mapping",
+            L_.kWhereBenchmark,
             fmt::format("nargs is None after thread {} benchmarked: thread {} set it to None at "
                         "step {}",
                         thread, n.writer, n.step),
@@ -518,18 +541,21 @@ int32_t World::Benchmark(uint32_t thread, const TunerCall& c, TunerState& st, in
              fmt::format("thread {}'s reset-only pre-hook zeroed thread {}'s {} (another thread's "
                          "arguments were in self.nargs)",
                          thread, n.thread, c.arg_names[c.reset_to_zero[0]]),
-             "triton/runtime/autotuner.py:61 in _pre_hook");
+             native_ ? L_.kWhereBenchmark : "triton/runtime/autotuner.py:61 in _pre_hook");
     }
-    st.configs_timings.Write({0, thread, key}, kConfigsTimings);
+    st.configs_timings.Write({0, thread, key}, L_.kConfigsTimings);
   });
   return best;
 }
 
 void World::Bench(uint32_t thread, const TunerCall& c, TunerState& st, size_t config) {
   Anchor(thread, TunerKind::kBenchBegin, static_cast<int32_t>(config));
-  const Nargs n = ReadNargs(st, kBenchNargs);
+  const Nargs n = ReadNargs(st, L_.kBenchNargs);
   if (n.call < 0) {
-    Raise(thread, "nargs-none", "TypeError", "'NoneType' object is not a mapping", kWhereBench,
+    Raise(thread, "nargs-none", L_.none_error_type,
+          native_ ? fmt::format("nargs is null while benchmarking config {}", config)
+                  : std::string("'NoneType' object is not a mapping"),
+          L_.kWhereBench,
           fmt::format("nargs is None while thread {} benchmarks config {}: thread {} set it to "
                       "None at step {}",
                       thread, config, n.writer, n.step),
@@ -544,7 +570,7 @@ void World::Bench(uint32_t thread, const TunerCall& c, TunerState& st, size_t co
       Anchor(thread, TunerKind::kPreHook, static_cast<int32_t>(config));
       if (c.restore_value.empty()) return;
       AnchorWrite(thread, traces::TunerField::kRestoreCopies);
-      WriteCopies(st, {all, n.thread, 0, 0}, kPreHookWrite);
+      WriteCopies(st, {all, n.thread, 0, 0}, L_.kPreHookWrite);
     });
     Launch(c.device, c.stream, per_rep);
     Sync(c.device, c.stream, false);
@@ -554,11 +580,13 @@ void World::Bench(uint32_t thread, const TunerCall& c, TunerState& st, size_t co
       for (size_t i = 0; i < c.restore_value.size(); ++i) {
         // One read per in-parameter, as the hook's loop reads self.restore_copies[name].
         AnchorRead(thread, traces::TunerField::kRestoreCopies);
-        const Copies rc = ReadCopies(st, kPostHookRead);
+        const Copies rc = ReadCopies(st, L_.kPostHookRead);
         const std::string& name = c.arg_names[c.restore_value[i]];
         if ((rc.present >> i & 1) == 0) {
-          Raise(thread, "in-param-not-in-cache", "KeyError", fmt::format("'{}'", name),
-                kWherePostHook,
+          Raise(thread, "in-param-not-in-cache", L_.key_error_type,
+                native_ ? fmt::format("In-parameter input {} is not in the cache", i)
+                        : fmt::format("'{}'", name),
+                L_.kWherePostHook,
                 fmt::format("In-parameter {} is not in the cache: thread {}'s post-hook reset "
                             "restore_copies to {{}} at step {} while thread {} was benchmarking "
                             "config {}",
@@ -572,11 +600,11 @@ void World::Bench(uint32_t thread, const TunerCall& c, TunerState& st, size_t co
                              thread, rc.owner, name, rc.writer, rc.step,
                              n.thread == thread ? std::string("its own")
                                                 : fmt::format("thread {}'s", n.thread)),
-                 kWherePostHook, rc.writer, rc.step);
+                 L_.kWherePostHook, rc.writer, rc.step);
         }
       }
       AnchorWrite(thread, traces::TunerField::kRestoreCopies);
-      WriteCopies(st, {0, n.thread, 0, 0}, kPostHookReset);
+      WriteCopies(st, {0, n.thread, 0, 0}, L_.kPostHookReset);
     });
   }
   Anchor(thread, TunerKind::kBenchEnd, static_cast<int32_t>(config));

@@ -60,6 +60,30 @@ struct TunerState {
   std::vector<std::optional<sim::Future<int32_t>>> future_of;
 };
 
+// The source lines a model's scheduling points stand for, and how its errors are named.
+struct Labels {
+  const char* kRunSetNargs;
+  const char* kRunReadNargs;
+  const char* kRunCacheCheck;
+  const char* kBenchNargs;
+  const char* kPreHookWrite;
+  const char* kPostHookRead;
+  const char* kPostHookReset;
+  const char* kBenchTime;
+  const char* kCacheWrite;
+  const char* kBenchmarkNargs;
+  const char* kConfigsTimings;
+  const char* kRunCacheRead;
+  const char* kBestConfig;
+  const char* kRunClearNargs;
+  const char* kWherePostHook;
+  const char* kWhereBench;
+  const char* kWhereRun;
+  const char* kWhereBenchmark;
+  const char* key_error_type;   // a missing in-parameter copy
+  const char* none_error_type;  // nargs is None
+};
+
 // A thrown Python exception inside a model: ends the calling thread's task.
 struct PyError {
   Finding finding;
@@ -67,8 +91,10 @@ struct PyError {
 
 class World {
  public:
+  // `model`: "triton", "fla" (FLA's CachedAutotuner over Triton's) or "native"
+  // (rerace::kernels::Autotuner: Triton's steps with C++ names and messages).
   World(sim::Scheduler& s, const Program& p, const ReplayOptions& o, uint32_t reps,
-        bool fla, std::vector<uint64_t>* anchors);
+        const std::string& model, std::vector<uint64_t>* anchors);
 
   // The body of replay thread `t`.
   void RunThread(uint32_t t);
@@ -115,6 +141,8 @@ class World {
   const ReplayOptions& o_;
   const uint32_t reps_;
   const bool fla_;
+  const bool native_;
+  const Labels& L_;
   std::vector<uint64_t>* anchors_;
   std::vector<size_t> cursor_;  // per thread: next recorded transition
   std::vector<bool> fields_recorded_;  // per thread: the recording has field writes

@@ -48,9 +48,9 @@ void AddCommon(CLI::App* sub, Common& c, bool with_strategy) {
                   "Fix to apply: a name (" + fmt::format("{}", fmt::join(FixNames(), ", ")) +
                       "), names joined by '+', or a description like 'local=nargs;lock=hooks'")
       ->default_val("none");
-  sub->add_option("--model", c.model, "Tuner model: auto (from the trace), triton or fla")
+  sub->add_option("--model", c.model, "Tuner model: auto (from the trace's tuner class), triton, fla or native (rerace's C++ autotuner)")
       ->default_val("auto")
-      ->check(CLI::IsMember({"auto", "triton", "fla"}));
+      ->check(CLI::IsMember({"auto", "triton", "fla", "native"}));
   sub->add_option("--reps", c.reps,
                   "do_bench repetitions executed per config (0: as recorded); fewer steps, same "
                   "failures")

@@ -39,6 +39,9 @@ replay_all() {
   "$bin" replay "$trace" --recorded >>"$out" 2>&1 || true
   "$bin" replay "$real" --recorded --json >>"$out" 2>&1 || true
   "$bin" check "$real" --fix tls-nargs --runs 100 >>"$out" 2>&1 || true
+  "$bin" replay "$native" --recorded --json >>"$out" 2>&1 || true
+  for seed in 1 5; do "$bin" replay "$native" --seed "$seed" >>"$out" 2>&1 || true; done
+  "$bin" check "$native" --fix lock-key-future --runs 200 >>"$out" 2>&1 || true
   "$bin" fuzz "$trace" --runs 200 --strategy timed >>"$out" 2>&1 || true
   for fix in none tls-nargs lock-run owner-thread; do
     "$bin" check "$trace" --fix "$fix" --runs 300 >>"$out" 2>&1 || true
@@ -46,6 +49,7 @@ replay_all() {
 }
 trace=$(dirname "$0")/../../traces/samples/synth-h200-shape.rrt
 real=$(dirname "$0")/../../traces/samples/triton-none-h200.rrt
+native=$(dirname "$0")/../../traces/samples/native-none-h200.rrt
 replay_all "$a" "$tmp/ra"
 replay_all "$b" "$tmp/rb"
 if ! cmp -s "$tmp/ra" "$tmp/rb"; then

@@ -28,7 +28,15 @@ for fix in none tls-nargs lock-run call-local lock-key-future prewarm owner-thre
   say rerace check "$trace" --fix "$fix" "| grep -E 'verdict|FAILED|cost|Error'"
   "$rerace" check "$trace" --fix "$fix" | grep -E 'verdict|FAILED|cost|^  [A-Z][a-zA-Z]*Error'
 done
+native=traces/samples/native-none-h200.rrt
+say rerace replay "$native" --recorded "| grep -E 'FAILED|summary|also: in-param' | head -3   # rerace's C++ training step, recorded on the H200"
+"$rerace" replay "$native" --recorded | grep -E '^FAILED|^summary|^also: in-param' | head -3
+for fix in tls-nargs lock-key-future lock-run; do
+  say rerace check "$native" --fix "$fix" "| grep verdict"
+  "$rerace" check "$native" --fix "$fix" | grep -E '^verdict'
+done
 echo
 echo "demo: the H200's verdicts, reproduced on a CPU from one recorded step: unpatched fails"
 echo "demo: (KeyError: 'y_ptr' in the same 7 of 8 threads), thread-local nargs (triton issue"
-echo "demo: 11494) still fails, a lock around Autotuner.run holds."
+echo "demo: 11494) still fails, a lock around Autotuner.run holds. The native C++ step (8 real"
+echo "demo: runs per fix, docs/FIDELITY.md) agrees: tls-nargs and lock-key-future fail, lock-run holds."

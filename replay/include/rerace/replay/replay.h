@@ -2,7 +2,8 @@
 //
 // Overview. A `Program` (program.h) holds one program per recorded host thread. `Replayer`
 // runs them as fibers on a `sim::Scheduler`: each tuner call is re-executed step by step by a
-// tuner model (Triton 3.6's Autotuner, or FLA's CachedAutotuner over it) against simulated
+// tuner model (Triton 3.6's Autotuner, FLA's CachedAutotuner over it, or rerace's native C++
+// autotuner, kernels/autotuner.h, which takes the same steps) against simulated
 // shared state, where every read and write of a shared field (`nargs`, `cache`,
 // `restore_copies`, `best_config`, `configs_timings`, `bench_time`) is a scheduling point
 // labelled with the Triton source line it stands for. Launches run on a virtual GPU timed by
@@ -43,7 +44,7 @@ namespace rerace::replay {
 
 struct ReplayOptions {
   Fix fix;
-  std::string model = "auto";   // auto (from the trace's tuner class), triton, fla
+  std::string model = "auto";   // auto (from the trace's tuner class), triton, fla, native
   uint32_t reps = 1;            // do_bench repetitions executed per config; 0: as recorded
   uint64_t max_steps = 2'000'000;
   Nanos launch_cpu_ns = 4'000;  // CPU time a launch costs its thread

@@ -1,0 +1,114 @@
+// The native training step recorded on the H200 (traces/samples/native-*-h200.rrt, see the
+// README there; tools/scripts/h200-native-check.sh made them) replays on a CPU as the GPU ran
+// it, and `check` on the unpatched trace gives the verdicts the real runs gave.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <set>
+#include <string>
+
+#include "rerace/replay/check.h"
+#include "rerace/replay/fix.h"
+#include "rerace/replay/program.h"
+#include "rerace/replay/replay.h"
+#include "rerace/traces/reader.h"
+
+namespace rerace::replay {
+namespace {
+
+Program Load(const std::string& name) {
+  const char* src = std::getenv("RERACE_SOURCE");
+  const std::string path = std::string(src ? src : ".") + "/traces/samples/" + name;
+  auto t = traces::ReadTrace(path);
+  EXPECT_TRUE(t.ok()) << (t.ok() ? "" : t.error().message);
+  EXPECT_FALSE(t->truncated);
+  EXPECT_EQ(t->footer.cupti_dropped, 0u);
+  auto p = BuildProgram(*t, path);
+  EXPECT_TRUE(p.ok()) << (p.ok() ? "" : p.error().message);
+  return *p;
+}
+
+ReplayOptions Fixed(const std::string& fix) {
+  ReplayOptions o;
+  o.fix = *ParseFix(fix);
+  return o;
+}
+
+// (thread name, type, message, where) of every failure.
+using Failures = std::set<std::tuple<std::string, std::string, std::string, std::string>>;
+
+Failures Recorded(const Program& p) {
+  Failures out;
+  for (const ThreadProgram& t : p.threads)
+    for (const RecordedFailure& f : t.failures) out.insert({t.name, f.type, f.message, f.where});
+  return out;
+}
+
+Failures Replayed(const ReplayResult& r) {
+  Failures out;
+  for (const Finding& f : r.findings)
+    if (!f.silent) out.insert({f.thread_name, f.type, f.message, f.where});
+  return out;
+}
+
+TEST(NativeTraces, RecordedOrderRaisesTheRecordedErrorsInTheSameThreads) {
+  struct Case {
+    const char* trace;
+    const char* fix;  // the fix the recorded program ran with
+  };
+  for (const Case& c : {Case{"native-none-h200.rrt", "none"}, Case{"native-none-2-h200.rrt", "none"},
+                        Case{"native-tls-nargs-h200.rrt", "tls-nargs"}}) {
+    SCOPED_TRACE(c.trace);
+    const Program p = Load(c.trace);
+    const Failures recorded = Recorded(p);
+    ASSERT_EQ(recorded.size(), 7u);  // 7 of 8 workers, as in every run of the H200 table
+    for (const auto& f : recorded) {
+      EXPECT_EQ(std::get<1>(f), "rerace::kernels::TunerError");
+      EXPECT_EQ(std::get<2>(f), "In-parameter input 0 is not in the cache");
+    }
+    Replayer rep(p, Fixed(c.fix));
+    EXPECT_EQ(rep.ModelName(), "native");
+    const ReplayResult r = rep.RunRecorded();
+    EXPECT_EQ(Replayed(r), recorded) << FormatReport(r, p, "");
+    EXPECT_EQ(r.left_recording, 0u);
+    EXPECT_EQ(FormatJson(rep.RunRecorded(), p), FormatJson(r, p));  // deterministic
+  }
+}
+
+TEST(NativeTraces, PatchedRunsReplayWithoutFailure) {
+  for (const auto& [trace, fix] : std::vector<std::pair<std::string, std::string>>{
+           {"native-lock-run-h200.rrt", "none"},  // its recorded lock is in the program
+           {"native-call-local-h200.rrt", "call-local"}}) {
+    SCOPED_TRACE(trace);
+    const Program p = Load(trace);
+    EXPECT_TRUE(Recorded(p).empty());
+    Replayer rep(p, Fixed(fix));
+    const ReplayResult r = rep.RunRecorded();
+    EXPECT_FALSE(r.failed()) << FormatReport(r, p, "");
+    EXPECT_EQ(r.left_recording, 0u);
+  }
+  // Without its fix, the call-local recording's programs fail: the fix is what holds.
+  const Program p = Load("native-call-local-h200.rrt");
+  EXPECT_FALSE(CheckFix(p, Fixed("none"), 50, 1).holds);
+}
+
+// docs/FIDELITY.md: the real outcome of each fix over 8 runs on the H200, and rerace's verdict
+// from the unpatched trace.
+TEST(NativeTraces, CheckGivesTheVerdictsTheRealRunsGave) {
+  const Program p = Load("native-none-h200.rrt");
+  struct Case {
+    const char* fix;
+    bool real_failed;  // in any of the 8 runs
+  };
+  for (const Case& c : {Case{"none", true}, Case{"lock-run", false}, Case{"tls-nargs", true},
+                        Case{"call-local", false}, Case{"lock-key-future", true},
+                        Case{"per-thread-tuner", false}, Case{"prewarm", true},
+                        Case{"owner-thread", false}}) {
+    SCOPED_TRACE(c.fix);
+    const Verdict v = CheckFix(p, Fixed(c.fix), 600, 1);
+    EXPECT_EQ(!v.holds, c.real_failed);
+  }
+}
+
+}  // namespace
+}  // namespace rerace::replay
