@@ -4,7 +4,8 @@
 // marks). Each of those threads owns a ThreadBuffer: a single-producer, single-consumer byte
 // ring, preallocated when the thread first records, that the callback appends a small record
 // to without allocating, locking or throwing. A background writer thread drains every buffer
-// at least every `flush_period`, merges the records by CPU time, resolves kernel names and
+// at least every `flush_period` (within 2 ms when a ring is over an eighth full), merges
+// the records by CPU time, resolves kernel names and
 // correlation ids, and appends a chunk to the trace (traces/writer.h), which reaches the file
 // with one write(2). A full buffer drops the record and counts it; the footer says so.
 //
@@ -66,6 +67,8 @@ class ThreadBuffer {
   template <typename F>
   void Drain(F&& f);
   uint64_t os_tid() const { return os_tid_; }
+  // Set (relaxed) by Push when the ring is over an eighth full; the writer drains early.
+  void SetPressureFlag(std::atomic<bool>* flag) { pressure_ = flag; }
   uint64_t dropped() const { return dropped_.load(std::memory_order_relaxed); }
 
   // Per-thread cache of functions whose name this thread already sent (fixed size).
@@ -79,6 +82,7 @@ class ThreadBuffer {
   alignas(64) std::atomic<uint64_t> head_{0};  // written by the producer
   alignas(64) std::atomic<uint64_t> tail_{0};  // written by the consumer
   std::atomic<uint64_t> dropped_{0};
+  std::atomic<bool>* pressure_ = nullptr;
   static constexpr size_t kNameSlots = 1024;
   uint64_t names_[kNameSlots] = {};
   static constexpr uint32_t kWrapMarker = 0xFFFFFFFFu;
@@ -161,6 +165,8 @@ class Recorder {
   std::vector<traces::Event> pending_activity_;         // writer only: launch not yet seen
   std::atomic<uint64_t> dropped_{0};
   std::atomic<uint64_t> problems_{0};
+  std::atomic<bool> pressure_{false};  // a ring is over an eighth full: drain now
+  bool PressureAndClear() { return pressure_.exchange(false, std::memory_order_relaxed); }
   std::atomic<bool> stop_{false};
   std::mutex stop_mu_;
   std::condition_variable stop_cv_;
