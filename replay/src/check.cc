@@ -45,6 +45,7 @@ BoundedVerdict CheckFixBounded(const Program& program, const ReplayOptions& opti
       e.Explore([&rep](sim::Strategy& s) { return rep.Run(s).failed(); });
   b.verdict.explored = x.runs;
   b.exhausted = x.exhausted;
+  b.pruned = x.pruned;
   if (x.failed) {
     b.verdict.holds = false;
     sim::ScheduleReplay again(x.failing);

@@ -3,6 +3,9 @@
 
 #include <algorithm>
 #include <set>
+#include <unordered_map>
+#include <cstdlib>
+#include <cstdio>
 
 namespace rerace::sim {
 
@@ -77,6 +80,135 @@ class Follow final : public Strategy {
   bool sleep_sets_;
 };
 
+// DPOR's analysis of one run (Flanagan & Godefroid 2005, with Abdulla et al.'s source-set
+// initials for the case where the racing thread could not run). Happens-before is computed with
+// vector clocks over the run: program order, and the order of dependent steps (same object,
+// not both reads; lock, unlock and wake steps of a mutex are writes of it). For each step i,
+// the latest earlier step j of another thread that is dependent with i and does not happen
+// before i's thread reached i is a race: the reversal is scheduled at j. If i's thread could
+// run at j, it is added there; otherwise one thread that can start an equivalent reversal (an
+// initial of the steps between j and i that do not happen after j, then i) is added, unless
+// one already is: that is the source-set condition, which keeps one choice per reversal
+// instead of every runnable thread. A wake (a thread resuming after an unlock) is never the
+// later step of a race: it cannot happen before the step that caused it.
+// The threads whose first step in v = (the steps after j that do not happen after j), then i,
+// has no predecessor in v, and that can run at j. Reuses one buffer (single-threaded).
+const std::vector<ThreadId>& Initials(const std::vector<Node>& path,
+                                      const std::vector<std::vector<uint32_t>>& clock,
+                                      const std::vector<uint32_t>& own, size_t j, size_t i) {
+  static thread_local std::vector<ThreadId> initials;
+  static thread_local std::vector<size_t> kept;
+  initials.clear();
+  kept.clear();
+  auto hb = [&](size_t a, size_t b) { return own[a] <= clock[b][path[a].chosen]; };
+  std::vector<bool> seen_thread(path[j].pending.size(), false);
+  for (size_t k = j + 1; k <= i; ++k) {
+    if (k != i && hb(j, k)) continue;
+    const ThreadId tk = path[k].chosen;
+    if (!seen_thread[tk]) {
+      seen_thread[tk] = true;
+      bool first = true;
+      for (size_t q : kept)
+        if (hb(q, k)) {
+          first = false;
+          break;
+        }
+      if (first && Runnable(path[j], tk)) initials.push_back(tk);
+    }
+    kept.push_back(k);
+  }
+  return initials;
+}
+
+template <typename Add>
+void AddRaceReversals(std::vector<Node>& path, Add&& add, uint64_t& covered_races) {
+  const size_t n = path.size();
+  ThreadId threads = 0;
+  for (const Node& node : path) threads = std::max<ThreadId>(threads, static_cast<ThreadId>(node.pending.size()));
+  // clock[i]: the vector clock of step i; before[i]: of its thread just before it.
+  std::vector<std::vector<uint32_t>> clock(n, std::vector<uint32_t>(threads, 0));
+  std::vector<uint32_t> own(n, 0);  // clock[i][chosen]: i's index in its thread
+  std::vector<std::vector<uint32_t>> thread_clock(threads, std::vector<uint32_t>(threads, 0));
+  struct ObjectClocks {
+    std::vector<uint32_t> write, reads;
+    std::vector<size_t> steps;  // the steps on this object, in order
+  };
+  std::unordered_map<uint32_t, ObjectClocks> objects;
+  auto join = [](std::vector<uint32_t>& a, const std::vector<uint32_t>& b) {
+    if (b.empty()) return;
+    for (size_t k = 0; k < a.size(); ++k) a[k] = std::max(a[k], b[k]);
+  };
+  std::vector<std::vector<uint32_t>> before(n);
+  for (size_t i = 0; i < n; ++i) {
+    const ThreadId t = path[i].chosen;
+    const SchedulingPoint& p = path[i].pending[t];
+    before[i] = thread_clock[t];
+    std::vector<uint32_t> c = thread_clock[t];
+    c[t] += 1;
+    if (p.object != 0) {
+      ObjectClocks& o = objects[p.object];
+      if (o.write.empty()) {
+        o.write.assign(threads, 0);
+        o.reads.assign(threads, 0);
+      }
+      join(c, o.write);
+      if (p.access == Access::kRead) {
+        join(o.reads, c);
+      } else {
+        join(c, o.reads);
+        o.write = c;
+        std::fill(o.reads.begin(), o.reads.end(), 0);
+      }
+      o.steps.push_back(i);
+    }
+    own[i] = c[t];
+    thread_clock[t] = c;
+    clock[i] = std::move(c);
+  }
+  auto happens_before = [&](size_t j, const std::vector<uint32_t>& c) {
+    return own[j] <= c[path[j].chosen];
+  };
+  for (auto& [object, o] : objects) {
+    for (size_t a = 0; a < o.steps.size(); ++a) {
+      const size_t i = o.steps[a];
+      const ThreadId ti = path[i].chosen;
+      const SchedulingPoint& pi = path[i].pending[ti];
+      if (pi.access == Access::kWake) continue;
+      for (size_t b = a; b-- > 0;) {
+        const size_t j = o.steps[b];
+        const ThreadId tj = path[j].chosen;
+        if (tj == ti || !Dependent(path[j].pending[tj], pi)) continue;
+        if (happens_before(j, before[i])) {
+          // Ordered. Every step on the object before a write happens before that write, so
+          // nothing earlier can race with i; an earlier read may, if j is a read.
+          if (path[j].pending[tj].access != Access::kRead) break;
+          continue;
+        }
+        // A race: reverse it unless an initial of v = (steps after j not happening after j),
+        // then i, is already to be explored at j (Abdulla et al.'s source-set condition).
+        const std::vector<ThreadId>& initials = Initials(path, clock, own, j, i);
+        bool covered = false;
+        for (ThreadId t : initials)
+          covered |= path[j].backtrack.count(t) != 0 || path[j].done.count(t) != 0;
+        if (covered) ++covered_races;
+        if (!covered) {
+          // One initial: awake ones first, then any within the preemption bound.
+          bool added = false;
+          for (int pass = 0; pass < 2 && !added; ++pass)
+            for (ThreadId t : initials)
+              if ((pass == 1 || !path[j].sleep.count(t)) && add(path[j], t)) {
+                added = true;
+                break;
+              }
+          if (initials.empty())
+            for (ThreadId t : path[j].runnable) add(path[j], t);  // i's thread is blocked at j
+        }
+        if (path[j].pending[tj].access != Access::kRead) break;  // earlier ones happen before j
+      }
+    }
+  }
+}
+
 }  // namespace
 
 ExploreResult Explorer::Explore(const std::function<bool(Strategy&)>& run) {
@@ -88,7 +220,7 @@ ExploreResult Explorer::Explore(const std::function<bool(Strategy&)>& run) {
       r.budget_hit = true;
       return r;
     }
-    Follow follow(path, prefix, mode_ == Mode::kDpor);
+    Follow follow(path, prefix, mode_ == Mode::kDpor && !std::getenv("RERACE_NO_SLEEP"));
     const bool failed = run(follow);
     ++r.runs;
     if (failed) {
@@ -98,38 +230,30 @@ ExploreResult Explorer::Explore(const std::function<bool(Strategy&)>& run) {
     }
     // Choices to try, within the bound.
     auto add = [&](Node& n, ThreadId t) {
-      if (n.preemptions_before + Cost(n, t) <= bound_) n.backtrack.insert(t);
+      if (n.preemptions_before + Cost(n, t) > bound_) return false;
+      n.backtrack.insert(t);
+      return true;
     };
     if (mode_ == Mode::kNaive) {
       for (Node& n : path)
         for (ThreadId t : n.runnable) add(n, t);
     } else {
-      // For each step i, the latest earlier step j of another thread that conflicts with it:
-      // try running i's thread at j (or, if it could not run there, every thread).
-      for (size_t i = 0; i < path.size(); ++i) {
-        const ThreadId ti = path[i].chosen;
-        const SchedulingPoint& pi = path[i].pending[ti];
-        for (size_t j = i; j-- > 0;) {
-          const ThreadId tj = path[j].chosen;
-          if (tj == ti || !Dependent(path[j].pending[tj], pi)) continue;
-          if (Runnable(path[j], ti)) {
-            add(path[j], ti);
-          } else {
-            for (ThreadId t : path[j].runnable) add(path[j], t);
-          }
-          break;
-        }
-      }
+      AddRaceReversals(path, add, r.pruned);
     }
     // The deepest node with a choice left.
     size_t j = path.size();
     ThreadId next = kNoThread;
     while (j-- > 0) {
-      for (ThreadId t : path[j].backtrack)
-        if (!path[j].done.count(t) && !path[j].sleep.count(t)) {
-          next = t;
-          break;
+      for (ThreadId t : path[j].backtrack) {
+        if (path[j].done.count(t)) continue;
+        if (path[j].sleep.count(t)) {
+          ++r.pruned;  // asleep: an equivalent choice was explored from an earlier node
+          path[j].done.insert(t);
+          continue;
         }
+        next = t;
+        break;
+      }
       if (next != kNoThread) break;
     }
     if (next == kNoThread) {

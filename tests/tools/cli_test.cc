@@ -135,8 +135,19 @@ TEST(CliReplay, MissingScheduleIsExit66) {
 TEST(CliReplay, CheckHoldsIsExitZeroAndFailsIsExitOne) {
   const CliRun holds = Rerace("check " + Sample() + " --fix lock-run --runs 200");
   EXPECT_EQ(holds.code, 0) << holds.out;
-  EXPECT_NE(holds.out.find("verdict: fix 'lock-run' holds for every schedule tried: 200 explored"),
-            std::string::npos);
+  // Without --bound: DPOR at bound 1 first, then the sampled schedules; it says which.
+  EXPECT_NE(holds.out.find("verdict: fix 'lock-run' holds for every interleaving that DPOR "
+                           "distinguishes with at most 1 preemption ("),
+            std::string::npos)
+      << holds.out;
+  EXPECT_NE(holds.out.find("search exhausted), and for every schedule sampled after it: 200"),
+            std::string::npos)
+      << holds.out;
+  EXPECT_NE(holds.out.find("Chosen without --bound: bound 1, 200 sampled runs"), std::string::npos);
+  const CliRun bounded = Rerace("check " + Sample() + " --fix lock-run --bound 2");
+  EXPECT_EQ(bounded.code, 0) << bounded.out;
+  EXPECT_NE(bounded.out.find("with at most 2 preemptions ("), std::string::npos) << bounded.out;
+  EXPECT_EQ(bounded.out.find("sampled"), std::string::npos) << bounded.out;
   const CliRun fails = Rerace("check " + Sample() + " --fix tls-nargs --runs 200");
   EXPECT_EQ(fails.code, 1) << fails.out;
   EXPECT_NE(fails.out.find("verdict: fix 'tls-nargs' FAILS"), std::string::npos);

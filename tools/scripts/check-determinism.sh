@@ -42,6 +42,8 @@ replay_all() {
   "$bin" replay "$native" --recorded --json >>"$out" 2>&1 || true
   for seed in 1 5; do "$bin" replay "$native" --seed "$seed" >>"$out" 2>&1 || true; done
   "$bin" check "$native" --fix lock-key-future --runs 200 >>"$out" 2>&1 || true
+  "$bin" check "$real" --fix lock-run --bound 2 >>"$out" 2>&1 || true
+  "$bin" check "$real" --fix tls-nargs --bound 1 >>"$out" 2>&1 || true
   "$bin" fuzz "$trace" --runs 200 --strategy timed >>"$out" 2>&1 || true
   for fix in none tls-nargs lock-run owner-thread; do
     "$bin" check "$trace" --fix "$fix" --runs 300 >>"$out" 2>&1 || true

@@ -50,6 +50,7 @@ struct BoundedVerdict {
   bool exhausted = false;
   bool naive = false;
   uint32_t bound = 0;
+  uint64_t pruned = 0;  // DPOR: choices pruned by source sets and sleep sets
 };
 BoundedVerdict CheckFixBounded(const Program& program, const ReplayOptions& options,
                                uint32_t bound, uint64_t max_runs, bool naive);

@@ -6,17 +6,21 @@
 //
 //   kNaive  every runnable thread at every step is a choice (within the bound): every
 //           interleaving with at most B preemptions is run.
-//   kDpor   dynamic partial-order reduction (Flanagan & Godefroid, POPL 2005) with sleep
-//           sets: after a run, a step is only reconsidered where it conflicts with a later step
-//           of another thread (same shared object, not both reads): the reversal of that race
-//           is scheduled; a thread whose next step was already explored from an earlier node,
-//           and that nothing has conflicted with since, sleeps. Interleavings that only
-//           reorder independent steps are not re-run.
+//   kDpor   dynamic partial-order reduction with source sets and sleep sets (Flanagan &
+//           Godefroid, POPL 2005; Abdulla, Aronis, Jonsson, Sagonas, POPL 2014). After a run,
+//           happens-before is computed with vector clocks (program order, and the order of
+//           dependent steps: same object, not both reads); each race (two dependent steps of
+//           different threads not ordered through other steps) is reversed by scheduling, at
+//           the earlier step, one thread that can start the reversal (an "initial"), unless
+//           one such thread is already scheduled there. A thread whose next step was explored
+//           from an earlier node, and that nothing has conflicted with since, sleeps.
+//           Interleavings that only reorder independent steps are not re-run.
 //
 // NB: DPOR combined with a preemption bound is not exhaustive in general (Coons, Musuvathi,
 // McKinley, OOPSLA 2013 show what bounded POR must add); rerace reports "held in every
-// schedule explored" with the numbers, never more. Source sets (Abdulla et al., POPL 2014)
-// are not implemented yet.
+// schedule explored" with the numbers, never more. Without a bound (B >= the program's
+// preemptions) DPOR reaches every outcome the naive search reaches (tests/sim/explore_test.cc
+// checks it on random programs).
 //
 // Single-threaded; `run` must build a fresh program each time and return whether it failed.
 #pragma once
@@ -37,6 +41,9 @@ struct ExploreResult {
   Schedule failing;          // when failed
   bool exhausted = false;    // every choice within the bound was tried
   bool budget_hit = false;   // stopped at max_runs
+  // DPOR: races whose reversal an already scheduled choice covered (source sets), and choices
+  // skipped because the thread was asleep there (sleep sets).
+  uint64_t pruned = 0;
 };
 
 class Explorer {
