@@ -5,6 +5,7 @@
 #include <pthread.h>
 
 #include <barrier>
+#include <cstdlib>
 #include <chrono>
 #include <map>
 #include <memory>
@@ -87,7 +88,16 @@ Result<TrainStepReport> RunTrainStep(const TrainStepOptions& o, Announcer& annou
   int visible = 0;
   if (cudaGetDeviceCount(&visible) != cudaSuccess || visible == 0)
     return Error{"no CUDA device", 77};
-  const int g = o.gpus == 0 ? visible : o.gpus;
+  // One process per GPU, as torchrun starts them: LOCAL_RANK picks this process's GPU.
+  int first = 0;
+  int g = o.gpus == 0 ? visible : o.gpus;
+  if (const char* lr = std::getenv("LOCAL_RANK"); lr != nullptr && *lr != 0 && o.gpus == 0) {
+    char* end = nullptr;
+    const long rank = std::strtol(lr, &end, 10);
+    if (*end != 0 || rank < 0) return Error{fmt::format("LOCAL_RANK '{}' is not a rank", lr), kExitUsage};
+    first = static_cast<int>(rank % visible);
+    g = 1;
+  }
   if (g > visible)
     return Error{fmt::format("--gpus {} but only {} visible", o.gpus, visible), kExitUsage};
   TrainStepReport rep;
@@ -106,13 +116,18 @@ Result<TrainStepReport> RunTrainStep(const TrainStepOptions& o, Announcer& annou
       drafter_gpu = g - 1;
       for (int i = 0; i < g - 1; i += 2) pairs.push_back({i, std::min(i + 1, g - 2)});
     }
+    for (auto& [a, b] : pairs) {
+      a += first;
+      b += first;
+    }
+    drafter_gpu += first;
     for (size_t i = 0; i < pairs.size(); ++i)
       rep.roles += fmt::format("{}({},{})", i ? ", " : "target pairs ", pairs[i].first, pairs[i].second);
     rep.roles += fmt::format("; drafter on {}", drafter_gpu);
     // Peer access between every two GPUs (activations cross a pair; a racing tuner may even
     // benchmark on another thread's tensors, as Triton would).
-    for (int a = 0; a < g; ++a)
-      for (int b = 0; b < g; ++b) {
+    for (int a = first; a < first + g; ++a)
+      for (int b = first; b < first + g; ++b) {
         if (a == b) continue;
         int ok = 0;
         cudaDeviceCanAccessPeer(&ok, a, b);

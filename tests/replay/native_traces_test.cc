@@ -63,7 +63,10 @@ TEST(NativeTraces, RecordedOrderRaisesTheRecordedErrorsInTheSameThreads) {
        {Case{"native-none-h200.rrt", "none", 7, "In-parameter input 0 is not in the cache"},
         Case{"native-none-2-h200.rrt", "none", 7, "In-parameter input 0 is not in the cache"},
         Case{"native-tls-nargs-h200.rrt", "tls-nargs", 7, "In-parameter input 0 is not in the cache"},
-        Case{"native-lock-key-future-h200.rrt", "lock-key-future", 1, "nargs is null while benchmarking"}}) {
+        Case{"native-lock-key-future-h200.rrt", "lock-key-future", 1, "nargs is null while benchmarking"},
+        // Two processes as torchrun starts them (RANK 0 and 1), each recorded into its own file.
+        Case{"native-rank0-h200.rrt", "none", 3, "In-parameter input 0 is not in the cache"},
+        Case{"native-rank1-h200.rrt", "none", 3, "In-parameter input 0 is not in the cache"}}) {
     SCOPED_TRACE(c.trace);
     const Program p = Load(c.trace);
     const Failures recorded = Recorded(p);
@@ -78,6 +81,18 @@ TEST(NativeTraces, RecordedOrderRaisesTheRecordedErrorsInTheSameThreads) {
     EXPECT_EQ(Replayed(r), recorded) << FormatReport(r, p, "");
     EXPECT_EQ(r.left_recording, 0u);
     EXPECT_EQ(FormatJson(rep.RunRecorded(), p), FormatJson(r, p));  // deterministic
+  }
+}
+
+TEST(NativeTraces, EachRankWroteItsOwnTrace) {
+  for (int rank : {0, 1}) {
+    const char* src = std::getenv("RERACE_SOURCE");
+    const std::string path =
+        std::string(src ? src : ".") + "/traces/samples/native-rank" + std::to_string(rank) + "-h200.rrt";
+    auto t = traces::ReadTrace(path);
+    ASSERT_TRUE(t.ok()) << t.error().message;
+    EXPECT_EQ(t->header.rank, rank);
+    EXPECT_EQ(t->threads.size(), 4u);  // its own four workers, none of the other process's
   }
 }
 

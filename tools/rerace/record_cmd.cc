@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 #include <cerrno>
 #include <cstdio>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -77,6 +78,8 @@ int RunRecord(const RecordArgs& a) {
   setenv("CUDA_INJECTION64_PATH", lib.c_str(), 1);
   setenv("NVTX_INJECTION64_PATH", lib.c_str(), 1);
   setenv("RERACE_TRACE", out.c_str(), 1);
+  // Files older than this run are an earlier run's (a rank file left in the same folder).
+  const auto started = std::filesystem::file_time_type::clock::now() - std::chrono::seconds(1);
   const pid_t child = fork();
   if (child < 0) return ReportError({fmt::format("record: fork failed: {}", std::strerror(errno)), kExitInternal});
   if (child == 0) {
@@ -94,12 +97,20 @@ int RunRecord(const RecordArgs& a) {
   // The recorder names each process's file by rank and pid: list what this run wrote.
   const auto dir = std::filesystem::path(out).parent_path();
   const std::string stem = std::filesystem::path(out).stem().string();
+  // Run per rank (torchrun starting `rerace record` once per process): this rank's files only,
+  // not another rank's that may still be being written. Run around a launcher: every rank's.
+  const char* own_rank = std::getenv("RANK");
+  if (own_rank == nullptr || *own_rank == 0) own_rank = std::getenv("LOCAL_RANK");
+  const std::string rank_tag =
+      own_rank != nullptr && *own_rank != 0 ? fmt::format(".rank{}.", own_rank) : ".rank";
   for (const auto& entry : std::filesystem::directory_iterator(dir)) {
     const std::string name = entry.path().filename().string();
     if (name.rfind(stem + ".", 0) != 0 || entry.path().extension() != ".rrt") continue;
-    if (name.find(fmt::format("pid{}", child)) == std::string::npos &&
-        name.find(".rank") == std::string::npos)
+    if (name.find(fmt::format("pid{}.", child)) == std::string::npos &&
+        name.find(rank_tag) == std::string::npos)
       continue;
+    std::error_code ec;
+    if (std::filesystem::last_write_time(entry.path(), ec) < started || ec) continue;
     auto t = traces::ReadTrace(entry.path().string());
     if (!t) {
       std::fprintf(stderr, "rerace: %s\n", t.error().message.c_str());

@@ -20,7 +20,9 @@ int main(int argc, char** argv) {
       "(rmsnorm, matmul, l2norm_fwd) through rerace's native autotuner, which has Triton's "
       "shared-state design. Record it with `rerace record -- rerace-train-step ...`."};
   app.add_option("--threads", o.threads, "Worker threads")->default_val(8)->check(CLI::Range(1, 1024));
-  app.add_option("--gpus", o.gpus, "GPUs to use (0: every visible GPU)")->default_val(0)->check(CLI::Range(0, 1024));
+  app.add_option("--gpus", o.gpus,
+                 "GPUs to use (0: every visible GPU, or with LOCAL_RANK set the one GPU "
+                 "LOCAL_RANK % visible, as torchrun starts one process per GPU)")->default_val(0)->check(CLI::Range(0, 1024));
   app.add_option("--steps", o.steps, "Training steps")->default_val(3)->check(CLI::Range(1, 1000000));
   app.add_option("--tokens", o.tokens, "Rows of a micro-batch")->default_val(2048)->check(CLI::Range(1, 1 << 20));
   app.add_option("--dim", o.dim, "Model width")->default_val(1024)->check(CLI::Range(1, 1 << 16));

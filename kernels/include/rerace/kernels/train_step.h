@@ -10,7 +10,8 @@
 // GPU roles for G GPUs:  G = 1: target pair (0,0), drafter on 0.  G = 2: pair (0,1), drafter
 // on 1.  G >= 3: drafter on G-1; pairs (0,1), (2,3), ... over the first G-1 (an odd one out
 // pairs with itself). Worker i is a drafter when i % 4 == 3, else it runs pair i % pairs.
-// With one GPU, every worker has its own stream on it.
+// With one GPU, every worker has its own stream on it. With LOCAL_RANK set (and --gpus 0), the
+// process drives one GPU, LOCAL_RANK modulo the visible ones, as torchrun's one process per GPU.
 //
 // A TunerError ends the worker's task for that step (as an exception in a Python future
 // would) and is reported; the other workers go on.
