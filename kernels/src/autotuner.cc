@@ -15,9 +15,20 @@
 namespace rerace::kernels {
 
 namespace {
-const std::vector<std::string> kFixNames = {"none",       "lock-run",        "tls-nargs",
-                                            "call-local", "lock-key-future", "per-thread-tuner",
-                                            "prewarm",    "owner-thread"};
+// The named fixes (replay/fix.h has the same names; a test holds them equal) and the switch
+// each sets; "none" sets none.
+struct NamedFix {
+  const char* name;
+  bool TunerFix::*on;
+};
+const NamedFix kNamed[] = {{"none", nullptr},
+                           {"lock-run", &TunerFix::lock_run},
+                           {"tls-nargs", &TunerFix::tls_nargs},
+                           {"call-local", &TunerFix::call_local},
+                           {"lock-key-future", &TunerFix::key_future},
+                           {"per-thread-tuner", &TunerFix::per_thread_tuner},
+                           {"prewarm", &TunerFix::prewarm},
+                           {"owner-thread", &TunerFix::owner_thread}};
 
 // lock-run: one lock for every tuner in the process (Python's module-level lock).
 std::mutex& GlobalRunLock() {
@@ -26,35 +37,30 @@ std::mutex& GlobalRunLock() {
 }
 }  // namespace
 
-const std::vector<std::string>& TunerFixNames() { return kFixNames; }
+const std::vector<std::string>& TunerFixNames() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> v;
+    for (const NamedFix& f : kNamed) v.push_back(f.name);
+    return v;
+  }();
+  return names;
+}
 
 Result<TunerFix> ParseTunerFix(const std::string& text) {
   TunerFix f;
   f.name = text.empty() ? "none" : text;
   size_t start = 0;
-  while (start <= text.size()) {
+  while (!text.empty()) {
     const size_t plus = text.find('+', start);
     const std::string n = text.substr(start, plus == std::string::npos ? std::string::npos : plus - start);
-    if (n == "none" || (n.empty() && text.empty())) {
-    } else if (n == "lock-run") {
-      f.lock_run = true;
-    } else if (n == "tls-nargs") {
-      f.tls_nargs = true;
-    } else if (n == "call-local") {
-      f.call_local = true;
-    } else if (n == "lock-key-future") {
-      f.key_future = true;
-    } else if (n == "per-thread-tuner") {
-      f.per_thread_tuner = true;
-    } else if (n == "prewarm") {
-      f.prewarm = true;
-    } else if (n == "owner-thread") {
-      f.owner_thread = true;
-    } else {
+    const NamedFix* hit = nullptr;
+    for (const NamedFix& k : kNamed)
+      if (n == k.name) hit = &k;
+    if (hit == nullptr)
       return Error{fmt::format("unknown fix '{}' in '{}'; the native autotuner knows: {}", n, text,
-                               fmt::join(kFixNames, ", ")),
+                               fmt::join(TunerFixNames(), ", ")),
                    kExitUsage};
-    }
+    if (hit->on != nullptr) f.*(hit->on) = true;
     if (plus == std::string::npos) break;
     start = plus + 1;
   }

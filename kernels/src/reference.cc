@@ -29,37 +29,31 @@ const std::vector<MatmulConfig>& MatmulConfigs() {
   return c;
 }
 
-std::vector<double> L2NormReference(const std::vector<float>& x, int64_t rows, int64_t dim) {
+namespace {
+// y[r] = x[r] / sqrt(ss + eps) (l2norm) or x[r] / sqrt(ss / dim + eps) * w (RMSNorm).
+std::vector<double> NormReference(const std::vector<float>& x, const std::vector<float>* w,
+                                  int64_t rows, int64_t dim) {
   std::vector<double> y(static_cast<size_t>(rows * dim));
   for (int64_t r = 0; r < rows; ++r) {
+    const float* xr = x.data() + r * dim;
     double ss = 0;
-    for (int64_t d = 0; d < dim; ++d) {
-      const double v = x[static_cast<size_t>(r * dim + d)];
-      ss += v * v;
-    }
-    const double inv = 1.0 / std::sqrt(ss + kNormEps);
+    for (int64_t d = 0; d < dim; ++d) ss += static_cast<double>(xr[d]) * static_cast<double>(xr[d]);
+    const double inv = 1.0 / std::sqrt((w ? ss / static_cast<double>(dim) : ss) + kNormEps);
     for (int64_t d = 0; d < dim; ++d)
-      y[static_cast<size_t>(r * dim + d)] = static_cast<double>(x[static_cast<size_t>(r * dim + d)]) * inv;
+      y[static_cast<size_t>(r * dim + d)] =
+          static_cast<double>(xr[d]) * inv * (w ? static_cast<double>((*w)[static_cast<size_t>(d)]) : 1.0);
   }
   return y;
+}
+}  // namespace
+
+std::vector<double> L2NormReference(const std::vector<float>& x, int64_t rows, int64_t dim) {
+  return NormReference(x, nullptr, rows, dim);
 }
 
 std::vector<double> RmsNormReference(const std::vector<float>& x, const std::vector<float>& w,
                                      int64_t rows, int64_t dim) {
-  std::vector<double> y(static_cast<size_t>(rows * dim));
-  for (int64_t r = 0; r < rows; ++r) {
-    double ss = 0;
-    for (int64_t d = 0; d < dim; ++d) {
-      const double v = x[static_cast<size_t>(r * dim + d)];
-      ss += v * v;
-    }
-    const double inv = 1.0 / std::sqrt(ss / static_cast<double>(dim) + kNormEps);
-    for (int64_t d = 0; d < dim; ++d)
-      y[static_cast<size_t>(r * dim + d)] =
-          static_cast<double>(x[static_cast<size_t>(r * dim + d)]) * inv *
-          static_cast<double>(w[static_cast<size_t>(d)]);
-  }
-  return y;
+  return NormReference(x, &w, rows, dim);
 }
 
 std::vector<double> MatmulReference(const std::vector<float>& a, const std::vector<float>& b,

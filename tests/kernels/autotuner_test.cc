@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cmath>
 #include <cstring>
 #include <future>
 #include <map>
@@ -316,6 +317,31 @@ TEST(NativeTrace, RecordedFailureReplaysWithTheSameThreadAndMessage) {
     const replay::Verdict v = replay::CheckFix(*prog, fo, 200, 1);
     EXPECT_EQ(v.holds, holds) << fix;
   }
+}
+
+}  // namespace
+}  // namespace rerace::kernels
+
+namespace rerace::kernels {
+namespace {
+
+// The float64 references the GPU tests compare against, on values worked by hand.
+TEST(References, NormsAndMatmulOnHandValues) {
+  const std::vector<float> x = {3, 4, 0, 0, 0, 2};  // two rows of three
+  const auto l2 = L2NormReference(x, 2, 3);
+  EXPECT_NEAR(l2[0], 0.6, 1e-6);
+  EXPECT_NEAR(l2[1], 0.8, 1e-6);
+  EXPECT_NEAR(l2[5], 1.0, 1e-6);
+  const std::vector<float> w = {1, 2, 3};
+  const auto rms = RmsNormReference(x, w, 2, 3);
+  EXPECT_NEAR(rms[0], 3 / std::sqrt(25.0 / 3 + kNormEps), 1e-9);
+  EXPECT_NEAR(rms[1], 4 / std::sqrt(25.0 / 3 + kNormEps) * 2, 1e-9);
+  EXPECT_NEAR(rms[5], 2 / std::sqrt(4.0 / 3 + kNormEps) * 3, 1e-9);
+  const auto c = MatmulReference({1, 2, 3, 4}, {5, 6, 7, 8}, 2, 2, 2);
+  EXPECT_EQ(c, (std::vector<double>{19, 22, 43, 50}));
+  EXPECT_LT(MaxRelativeError({0.6f, 0.8f}, {0.6, 0.8}), 1e-6);
+  EXPECT_EQ(MaxRelativeError({NAN}, {1.0}), INFINITY);  // a poisoned output never written
+  EXPECT_EQ(MaxRelativeError({1.0f}, {1.0, 2.0}), INFINITY);
 }
 
 }  // namespace

@@ -13,20 +13,12 @@
 #include "rerace/replay/shrink.h"
 #include "rerace/sim/strategy.h"
 #include "rerace/traces/reader.h"
+#include "samples.h"
 
 namespace rerace::replay {
 namespace {
 
-Program Load(const std::string& name) {
-  const char* src = std::getenv("RERACE_SOURCE");
-  const std::string path = std::string(src ? src : ".") + "/traces/samples/" + name;
-  auto t = traces::ReadTrace(path);
-  EXPECT_TRUE(t.ok()) << (t.ok() ? "" : t.error().message);
-  EXPECT_FALSE(t->truncated);
-  auto p = BuildProgram(*t, path);
-  EXPECT_TRUE(p.ok()) << (p.ok() ? "" : p.error().message);
-  return *p;
-}
+Program Load(const std::string& name) { return testing::LoadSample(name); }
 
 // Thread names whose recorded run raised KeyError: 'y_ptr'.
 std::set<std::string> RecordedKeyErrors(const Program& p) {

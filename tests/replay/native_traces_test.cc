@@ -13,21 +13,12 @@
 #include "rerace/replay/replay.h"
 #include "rerace/sim/strategy.h"
 #include "rerace/traces/reader.h"
+#include "samples.h"
 
 namespace rerace::replay {
 namespace {
 
-Program Load(const std::string& name) {
-  const char* src = std::getenv("RERACE_SOURCE");
-  const std::string path = std::string(src ? src : ".") + "/traces/samples/" + name;
-  auto t = traces::ReadTrace(path);
-  EXPECT_TRUE(t.ok()) << (t.ok() ? "" : t.error().message);
-  EXPECT_FALSE(t->truncated);
-  EXPECT_EQ(t->footer.cupti_dropped, 0u);
-  auto p = BuildProgram(*t, path);
-  EXPECT_TRUE(p.ok()) << (p.ok() ? "" : p.error().message);
-  return *p;
-}
+Program Load(const std::string& name) { return testing::LoadSample(name); }
 
 ReplayOptions Fixed(const std::string& fix) {
   ReplayOptions o;
@@ -86,9 +77,7 @@ TEST(NativeTraces, RecordedOrderRaisesTheRecordedErrorsInTheSameThreads) {
 
 TEST(NativeTraces, EachRankWroteItsOwnTrace) {
   for (int rank : {0, 1}) {
-    const char* src = std::getenv("RERACE_SOURCE");
-    const std::string path =
-        std::string(src ? src : ".") + "/traces/samples/native-rank" + std::to_string(rank) + "-h200.rrt";
+    const std::string path = testing::SamplePath("native-rank" + std::to_string(rank) + "-h200.rrt");
     auto t = traces::ReadTrace(path);
     ASSERT_TRUE(t.ok()) << t.error().message;
     EXPECT_EQ(t->header.rank, rank);

@@ -1,0 +1,31 @@
+// Test helpers for the bundled traces (traces/samples/): load one as a Program.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <string>
+
+#include "rerace/replay/program.h"
+#include "rerace/traces/reader.h"
+
+namespace rerace::replay::testing {
+
+inline std::string SamplePath(const std::string& name) {
+  const char* src = std::getenv("RERACE_SOURCE");
+  return std::string(src ? src : ".") + "/traces/samples/" + name;
+}
+
+// The sample, read (complete, no CUPTI drops) and built into programs; test failures otherwise.
+inline Program LoadSample(const std::string& name) {
+  const std::string path = SamplePath(name);
+  auto t = traces::ReadTrace(path);
+  EXPECT_TRUE(t.ok()) << (t.ok() ? "" : t.error().message);
+  EXPECT_FALSE(t->truncated);
+  EXPECT_EQ(t->footer.cupti_dropped, 0u);
+  auto p = BuildProgram(*t, path);
+  EXPECT_TRUE(p.ok()) << (p.ok() ? "" : p.error().message);
+  return *p;
+}
+
+}  // namespace rerace::replay::testing
