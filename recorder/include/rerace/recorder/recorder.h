@@ -176,6 +176,14 @@ class Recorder {
   std::vector<std::pair<uint64_t, uint32_t>> function_names_;  // function → string id (sorted)
   std::vector<std::pair<uint32_t, uint32_t>> launch_thread_;   // correlation → trace thread
   bool stopped_ = false;
+  struct DrainItem {
+    uint64_t cpu_ns;
+    size_t buffer;
+    uint64_t order;
+    RawRecord r;
+    std::string text;
+  };
+  std::vector<DrainItem> drain_items_;  // under write_mu_
   uint64_t generation_ = 0;  // unique per recorder in this process
 };
 
