@@ -103,27 +103,8 @@ Result<TrainStepReport> RunTrainStep(const TrainStepOptions& o, Announcer& annou
   TrainStepReport rep;
   rep.gpus = g;
   try {
-    // Roles.
-    std::vector<std::pair<int, int>> pairs;
-    int drafter_gpu = 0;
-    if (g == 1) {
-      pairs = {{0, 0}};
-      drafter_gpu = 0;
-    } else if (g == 2) {
-      pairs = {{0, 1}};
-      drafter_gpu = 1;
-    } else {
-      drafter_gpu = g - 1;
-      for (int i = 0; i < g - 1; i += 2) pairs.push_back({i, std::min(i + 1, g - 2)});
-    }
-    for (auto& [a, b] : pairs) {
-      a += first;
-      b += first;
-    }
-    drafter_gpu += first;
-    for (size_t i = 0; i < pairs.size(); ++i)
-      rep.roles += fmt::format("{}({},{})", i ? ", " : "target pairs ", pairs[i].first, pairs[i].second);
-    rep.roles += fmt::format("; drafter on {}", drafter_gpu);
+    const Roles roles = AssignRoles(o.threads, g, first);
+    rep.roles = roles.text;
     // Peer access between every two GPUs (activations cross a pair; a racing tuner may even
     // benchmark on another thread's tensors, as Triton would).
     for (int a = first; a < first + g; ++a)
@@ -149,11 +130,11 @@ Result<TrainStepReport> RunTrainStep(const TrainStepOptions& o, Announcer& annou
     uint64_t seed = o.seed;
     for (int i = 0; i < o.threads; ++i) {
       Worker& w = workers[static_cast<size_t>(i)];
-      w.drafter = i % 4 == 3;
+      const WorkerRole& role = roles.workers[static_cast<size_t>(i)];
+      w.drafter = role.drafter;
       w.name = fmt::format("{}-{}", w.drafter ? "drafter" : "worker", i);
-      const auto pair = pairs[static_cast<size_t>(i) % pairs.size()];
-      w.gpu_a = w.drafter ? drafter_gpu : pair.first;
-      w.gpu_b = w.drafter ? drafter_gpu : pair.second;
+      w.gpu_a = role.gpu_a;
+      w.gpu_b = role.gpu_b;
       for (int gpu : {w.gpu_a, w.gpu_b}) {
         if (w.stream.count(gpu)) continue;
         Check(cudaSetDevice(gpu), "cudaSetDevice");

@@ -12,10 +12,12 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <thread>
 
 #include "rerace/kernels/autotuner.h"
 #include "rerace/kernels/kernels.h"
+#include "rerace/kernels/train_step.h"
 #include "rerace/recorder/recorder.h"
 #include "rerace/replay/check.h"
 #include "rerace/replay/fix.h"
@@ -342,6 +344,50 @@ TEST(References, NormsAndMatmulOnHandValues) {
   EXPECT_LT(MaxRelativeError({0.6f, 0.8f}, {0.6, 0.8}), 1e-6);
   EXPECT_EQ(MaxRelativeError({NAN}, {1.0}), INFINITY);  // a poisoned output never written
   EXPECT_EQ(MaxRelativeError({1.0f}, {1.0, 2.0}), INFINITY);
+}
+
+}  // namespace
+}  // namespace rerace::kernels
+
+namespace rerace::kernels {
+namespace {
+
+// The training step's GPU roles for any number of GPUs (tested here: only one GPU is lent).
+TEST(TrainStepRoles, EveryGpuDrivenAndEveryWorkerOnItsRole) {
+  for (int gpus = 1; gpus <= 8; ++gpus) {
+    for (int threads : {4, 8, 16}) {
+      SCOPED_TRACE(::testing::Message() << gpus << " GPUs, " << threads << " threads");
+      const Roles r = AssignRoles(threads, gpus, 0);
+      ASSERT_EQ(r.workers.size(), static_cast<size_t>(threads));
+      std::set<int> used;
+      for (size_t i = 0; i < r.workers.size(); ++i) {
+        const WorkerRole& w = r.workers[i];
+        EXPECT_EQ(w.drafter, i % 4 == 3);
+        EXPECT_GE(w.gpu_a, 0);
+        EXPECT_LT(w.gpu_b, gpus);
+        if (w.drafter) {
+          EXPECT_EQ(w.gpu_a, r.drafter_gpu);
+          EXPECT_EQ(w.gpu_b, r.drafter_gpu);
+        }
+        used.insert(w.gpu_a);
+        used.insert(w.gpu_b);
+      }
+      if (gpus >= 3) {
+        for (const auto& [a, b] : r.pairs) {
+          EXPECT_NE(a, r.drafter_gpu);  // targets and the drafter on different GPUs
+          EXPECT_NE(b, r.drafter_gpu);
+        }
+      }
+      // Enough targets to take every pair: every GPU is driven.
+      const size_t targets = static_cast<size_t>(threads - threads / 4);
+      if (targets >= r.pairs.size()) {
+        EXPECT_EQ(used.size(), static_cast<size_t>(gpus));
+      }
+    }
+  }
+  const Roles one = AssignRoles(8, 1, 3);  // LOCAL_RANK 3 on a machine of 4 or more
+  for (const WorkerRole& w : one.workers) EXPECT_EQ(w.gpu_a, 3);
+  EXPECT_EQ(AssignRoles(8, 5, 0).text, "target pairs (0,1), (2,3); drafter on 4");
 }
 
 }  // namespace

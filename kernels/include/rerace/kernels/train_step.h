@@ -55,6 +55,20 @@ struct TrainStepReport {
   std::vector<std::string> tuned;    // "l2norm_fwd (1024,) -> BLOCK=64,ROWS=2"
 };
 
+// Which GPUs each worker drives (the rules above). Pure; any thread.
+struct WorkerRole {
+  bool drafter = false;
+  int gpu_a = 0, gpu_b = 0;  // the pair (first half of the layers on a, second on b); a == b
+};
+struct Roles {
+  std::vector<std::pair<int, int>> pairs;
+  int drafter_gpu = 0;
+  std::vector<WorkerRole> workers;
+  std::string text;  // "target pairs (0,1), (2,3); drafter on 4"
+};
+// REQUIRES: threads >= 1, gpus >= 1. GPUs are numbered from `first`.
+Roles AssignRoles(int threads, int gpus, int first);
+
 // Runs the workload. Errors: bad options (exit 64), no GPU (77 is the caller's), CUDA errors.
 [[nodiscard]] Result<TrainStepReport> RunTrainStep(const TrainStepOptions& o, Announcer& announce);
 
