@@ -212,6 +212,18 @@ uint32_t DeviceOf(CUcontext ctx) { return IdsOf(ctx, nullptr, false).device; }
 
 uint64_t StreamOf(CUcontext ctx, CUstream s, bool ptsz) { return IdsOf(ctx, s, ptsz).stream_id; }
 
+// A copy through unified addressing (cuMemcpy, cuMemcpyAsync): its direction from the
+// pointers' memory types (one attribute query each; host memory CUDA does not know is host).
+MemKind UnifiedKind(CUdeviceptr dst, CUdeviceptr src) {
+  auto on_device = [](CUdeviceptr p) {
+    unsigned int type = 0;
+    return cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, p) == CUDA_SUCCESS &&
+           (type == CU_MEMORYTYPE_DEVICE || type == CU_MEMORYTYPE_ARRAY);
+  };
+  const bool d = on_device(dst), s = on_device(src);
+  return d && s ? MemKind::kDtoD : d ? MemKind::kHtoD : s ? MemKind::kDtoH : MemKind::kHtoH;
+}
+
 const char* NvtxText(const nvtxEventAttributes_t* a) {
   if (a && a->messageType == NVTX_MESSAGE_TYPE_ASCII) return a->message.ascii;
   return "";
@@ -323,18 +335,41 @@ void CUPTIAPI Callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid
               reinterpret_cast<uint64_t>(p->hEvent));
       break;
     }
-    case CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoDAsync_v2: {
-      const auto* p = static_cast<const cuMemcpyHtoDAsync_v2_params*>(cb->functionParams);
-      r->MemOp(now, MemKind::kHtoD, DeviceOf(ctx), StreamOf(ctx, p->hStream, false), p->ByteCount,
-               cb->correlationId);
-      break;
-    }
-    case CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoHAsync_v2: {
-      const auto* p = static_cast<const cuMemcpyDtoHAsync_v2_params*>(cb->functionParams);
-      r->MemOp(now, MemKind::kDtoH, DeviceOf(ctx), StreamOf(ctx, p->hStream, false), p->ByteCount,
-               cb->correlationId);
-      break;
-    }
+    // Copies and fills, asynchronous (on a stream) or not (the legacy default stream).
+#define RERACE_MEMOP(CBID, PARAMS, KIND, BYTES, STREAM, PTSZ)                                   \
+  case CUPTI_DRIVER_TRACE_CBID_##CBID: {                                                        \
+    const auto* p = static_cast<const PARAMS*>(cb->functionParams);                             \
+    (void)p;                                                                                    \
+    r->MemOp(now, KIND, DeviceOf(ctx), StreamOf(ctx, STREAM, PTSZ), BYTES, cb->correlationId); \
+    break;                                                                                      \
+  }
+      RERACE_MEMOP(cuMemcpyHtoDAsync_v2, cuMemcpyHtoDAsync_v2_params, MemKind::kHtoD, p->ByteCount, p->hStream, false)
+      RERACE_MEMOP(cuMemcpyHtoDAsync_v2_ptsz, cuMemcpyHtoDAsync_v2_ptsz_params, MemKind::kHtoD, p->ByteCount, p->hStream, true)
+      RERACE_MEMOP(cuMemcpyDtoHAsync_v2, cuMemcpyDtoHAsync_v2_params, MemKind::kDtoH, p->ByteCount, p->hStream, false)
+      RERACE_MEMOP(cuMemcpyDtoHAsync_v2_ptsz, cuMemcpyDtoHAsync_v2_ptsz_params, MemKind::kDtoH, p->ByteCount, p->hStream, true)
+      RERACE_MEMOP(cuMemcpyDtoDAsync_v2, cuMemcpyDtoDAsync_v2_params, MemKind::kDtoD, p->ByteCount, p->hStream, false)
+      RERACE_MEMOP(cuMemcpyDtoDAsync_v2_ptsz, cuMemcpyDtoDAsync_v2_ptsz_params, MemKind::kDtoD, p->ByteCount, p->hStream, true)
+      RERACE_MEMOP(cuMemcpyAsync, cuMemcpyAsync_params, UnifiedKind(p->dst, p->src), p->ByteCount, p->hStream, false)
+      RERACE_MEMOP(cuMemcpyAsync_ptsz, cuMemcpyAsync_ptsz_params, UnifiedKind(p->dst, p->src), p->ByteCount, p->hStream, true)
+      RERACE_MEMOP(cuMemcpyPeerAsync, cuMemcpyPeerAsync_params, MemKind::kPeer, p->ByteCount, p->hStream, false)
+      RERACE_MEMOP(cuMemcpyPeerAsync_ptsz, cuMemcpyPeerAsync_ptsz_params, MemKind::kPeer, p->ByteCount, p->hStream, true)
+      RERACE_MEMOP(cuMemcpyHtoD_v2, cuMemcpyHtoD_v2_params, MemKind::kHtoD, p->ByteCount, nullptr, false)
+      RERACE_MEMOP(cuMemcpyHtoD_v2_ptds, cuMemcpyHtoD_v2_ptds_params, MemKind::kHtoD, p->ByteCount, nullptr, true)
+      RERACE_MEMOP(cuMemcpyDtoH_v2, cuMemcpyDtoH_v2_params, MemKind::kDtoH, p->ByteCount, nullptr, false)
+      RERACE_MEMOP(cuMemcpyDtoH_v2_ptds, cuMemcpyDtoH_v2_ptds_params, MemKind::kDtoH, p->ByteCount, nullptr, true)
+      RERACE_MEMOP(cuMemcpyDtoD_v2, cuMemcpyDtoD_v2_params, MemKind::kDtoD, p->ByteCount, nullptr, false)
+      RERACE_MEMOP(cuMemcpyDtoD_v2_ptds, cuMemcpyDtoD_v2_ptds_params, MemKind::kDtoD, p->ByteCount, nullptr, true)
+      RERACE_MEMOP(cuMemcpy, cuMemcpy_params, UnifiedKind(p->dst, p->src), p->ByteCount, nullptr, false)
+      RERACE_MEMOP(cuMemcpy_ptds, cuMemcpy_ptds_params, UnifiedKind(p->dst, p->src), p->ByteCount, nullptr, true)
+      RERACE_MEMOP(cuMemsetD8Async, cuMemsetD8Async_params, MemKind::kMemset, p->N, p->hStream, false)
+      RERACE_MEMOP(cuMemsetD8Async_ptsz, cuMemsetD8Async_ptsz_params, MemKind::kMemset, p->N, p->hStream, true)
+      RERACE_MEMOP(cuMemsetD32Async, cuMemsetD32Async_params, MemKind::kMemset, 4 * p->N, p->hStream, false)
+      RERACE_MEMOP(cuMemsetD32Async_ptsz, cuMemsetD32Async_ptsz_params, MemKind::kMemset, 4 * p->N, p->hStream, true)
+      RERACE_MEMOP(cuMemsetD8_v2, cuMemsetD8_v2_params, MemKind::kMemset, p->N, nullptr, false)
+      RERACE_MEMOP(cuMemsetD8_v2_ptds, cuMemsetD8_v2_ptds_params, MemKind::kMemset, p->N, nullptr, true)
+      RERACE_MEMOP(cuMemsetD32_v2, cuMemsetD32_v2_params, MemKind::kMemset, 4 * p->N, nullptr, false)
+      RERACE_MEMOP(cuMemsetD32_v2_ptds, cuMemsetD32_v2_ptds_params, MemKind::kMemset, 4 * p->N, nullptr, true)
+#undef RERACE_MEMOP
     default:
       break;
   }
@@ -366,8 +401,21 @@ void Init() {
         CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize, CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize_ptsz,
         CUPTI_DRIVER_TRACE_CBID_cuEventSynchronize, CUPTI_DRIVER_TRACE_CBID_cuEventRecord,
         CUPTI_DRIVER_TRACE_CBID_cuEventRecord_ptsz, CUPTI_DRIVER_TRACE_CBID_cuStreamWaitEvent,
-        CUPTI_DRIVER_TRACE_CBID_cuStreamWaitEvent_ptsz, CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoDAsync_v2,
-        CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoHAsync_v2,
+        CUPTI_DRIVER_TRACE_CBID_cuStreamWaitEvent_ptsz,
+        // Copies and fills (the cases in Callback).
+        CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoDAsync_v2, CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoDAsync_v2_ptsz,
+        CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoHAsync_v2, CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoHAsync_v2_ptsz,
+        CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoDAsync_v2, CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoDAsync_v2_ptsz,
+        CUPTI_DRIVER_TRACE_CBID_cuMemcpyAsync, CUPTI_DRIVER_TRACE_CBID_cuMemcpyAsync_ptsz,
+        CUPTI_DRIVER_TRACE_CBID_cuMemcpyPeerAsync, CUPTI_DRIVER_TRACE_CBID_cuMemcpyPeerAsync_ptsz,
+        CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoD_v2, CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoD_v2_ptds,
+        CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoH_v2, CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoH_v2_ptds,
+        CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoD_v2, CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoD_v2_ptds,
+        CUPTI_DRIVER_TRACE_CBID_cuMemcpy, CUPTI_DRIVER_TRACE_CBID_cuMemcpy_ptds,
+        CUPTI_DRIVER_TRACE_CBID_cuMemsetD8Async, CUPTI_DRIVER_TRACE_CBID_cuMemsetD8Async_ptsz,
+        CUPTI_DRIVER_TRACE_CBID_cuMemsetD32Async, CUPTI_DRIVER_TRACE_CBID_cuMemsetD32Async_ptsz,
+        CUPTI_DRIVER_TRACE_CBID_cuMemsetD8_v2, CUPTI_DRIVER_TRACE_CBID_cuMemsetD8_v2_ptds,
+        CUPTI_DRIVER_TRACE_CBID_cuMemsetD32_v2, CUPTI_DRIVER_TRACE_CBID_cuMemsetD32_v2_ptds,
     };
     for (CUpti_CallbackId id : driver)
       Check(cuptiEnableCallback(1, g_subscriber, CUPTI_CB_DOMAIN_DRIVER_API, id), "enable a driver callback");

@@ -64,6 +64,17 @@ int main(int argc, char** argv) {
         }
       }
       for (int i = 0; i < (launches >= 0 ? 0 : 50); ++i) kernel_b<<<2, 64, 0, s>>>(x);
+      if (launches < 0) {
+        // One fill and two copies per thread (the recorder's memory operations).
+        float* y = nullptr;
+        cudaMalloc(&y, 256 * sizeof(float));
+        std::vector<float> host(256, 1.0f);
+        cudaMemsetAsync(y, 0, 256 * sizeof(float), s);
+        cudaMemcpyAsync(y, x, 256 * sizeof(float), cudaMemcpyDeviceToDevice, s);
+        cudaMemcpyAsync(x, host.data(), 256 * sizeof(float), cudaMemcpyHostToDevice, s);
+        cudaStreamSynchronize(s);
+        cudaFree(y);
+      }
       cudaStreamSynchronize(s);
       cudaFree(x);
       cudaStreamDestroy(s);

@@ -55,6 +55,7 @@ TEST(GpuRecord, EveryLaunchThreadStreamAndMarkArrives) {
   EXPECT_EQ(t->footer.cupti_dropped, 0u);
   std::map<std::string, std::map<std::string, int>> per_thread;  // thread name → kernel → n
   std::map<std::string, std::set<uint64_t>> streams;
+  std::map<std::string, std::multiset<std::pair<int, uint64_t>>> memops;  // kind, bytes
   int activity = 0, timed = 0, tuner = 0, free_marks = 0, launches = 0;
   for (const auto& e : t->events) {
     const std::string& th = t->threads[e.thread].name;
@@ -69,6 +70,8 @@ TEST(GpuRecord, EveryLaunchThreadStreamAndMarkArrives) {
       timed += e.gpu_start_ns != 0 && e.gpu_end_ns > e.gpu_start_ns;
     }
     if (e.kind == rerace::traces::EventKind::kTuner) ++tuner;
+    if (e.kind == rerace::traces::EventKind::kMemOp)
+      memops[th].insert({static_cast<int>(e.mem), e.bytes});
     if (e.kind == rerace::traces::EventKind::kNvtx && t->Str(e.text) == "free mark") ++free_marks;
   }
   for (int i = 0; i < 4; ++i) {
@@ -82,6 +85,11 @@ TEST(GpuRecord, EveryLaunchThreadStreamAndMarkArrives) {
     EXPECT_EQ(a, (i + 1) * 100);
     EXPECT_EQ(b, 50);
     EXPECT_EQ(streams[name].size(), 1u);  // its own stream
+    using rerace::traces::MemKind;
+    const std::multiset<std::pair<int, uint64_t>> want = {
+        {static_cast<int>(MemKind::kMemset), 1024}, {static_cast<int>(MemKind::kDtoD), 1024},
+        {static_cast<int>(MemKind::kHtoD), 1024}};
+    EXPECT_EQ(memops[name], want);
   }
   EXPECT_EQ(launches, 1000 + 200);
   EXPECT_EQ(activity, launches);
