@@ -3,7 +3,7 @@
 
 #include <algorithm>
 #include <set>
-#include <unordered_map>
+#include <map>
 #include <cstdlib>
 #include <cstdio>
 
@@ -133,7 +133,7 @@ void AddRaceReversals(std::vector<Node>& path, Add&& add, uint64_t& covered_race
     std::vector<uint32_t> write, reads;
     std::vector<size_t> steps;  // the steps on this object, in order
   };
-  std::unordered_map<uint32_t, ObjectClocks> objects;
+  std::map<uint32_t, ObjectClocks> objects;  // ordered: the same reversals in every build
   auto join = [](std::vector<uint32_t>& a, const std::vector<uint32_t>& b) {
     if (b.empty()) return;
     for (size_t k = 0; k < a.size(); ++k) a[k] = std::max(a[k], b[k]);
