@@ -41,7 +41,11 @@ const Labels kTritonLabels = {
     "triton/runtime/autotuner.py:143 in _bench",
     "triton/runtime/autotuner.py:216 in run",
     "triton/runtime/autotuner.py:233 in benchmark",
-    "KeyError", "TypeError"};
+    "KeyError", "TypeError",
+    "'{name}'",
+    "'NoneType' object is not a mapping", "'NoneType' object is not a mapping",
+    "'NoneType' object is not a mapping",
+    "triton/runtime/autotuner.py:61 in _pre_hook"};
 // rerace::kernels::Autotuner (kernels/src/autotuner.cc), the same steps in C++.
 const Labels kNativeLabels = {
     "autotuner.cc Autotuner::RunHere: nargs_ = call (autotuner.py:213)",
@@ -62,7 +66,11 @@ const Labels kNativeLabels = {
     "kernels/src/autotuner.cc Autotuner::Bench",
     "kernels/src/autotuner.cc Autotuner::Run",
     "kernels/src/autotuner.cc Autotuner::Benchmark",
-    "rerace::kernels::TunerError", "rerace::kernels::TunerError"};
+    "rerace::kernels::TunerError", "rerace::kernels::TunerError",
+    "In-parameter input {index} is not in the cache",
+    "nargs is null while computing the key", "nargs is null after benchmarking",
+    "nargs is null while benchmarking config {config}",
+    "kernels/src/autotuner.cc Autotuner::Benchmark"};
 
 // Runs `f` holding `m` (if any). A PyError leaving `f` is caught, the lock released after the
 // catch block has ended (no fiber switch while an exception is in flight), then rethrown.
@@ -103,8 +111,8 @@ World::Queue::Queue(sim::Scheduler& s, const std::string& name)
 
 World::World(sim::Scheduler& s, const Program& p, const ReplayOptions& o, uint32_t reps,
              const std::string& model, std::vector<uint64_t>* anchors)
-    : s_(s), p_(p), o_(o), reps_(reps), fla_(model == "fla"), native_(model == "native"),
-      L_(native_ ? kNativeLabels : kTritonLabels), anchors_(anchors),
+    : s_(s), p_(p), o_(o), reps_(reps), fla_(model == "fla"),
+      L_(model == "native" ? kNativeLabels : kTritonLabels), anchors_(anchors),
       cursor_(p.threads.size(), 0), fields_recorded_(p.threads.size(), false),
       reads_recorded_(p.threads.size(), false) {
   for (size_t t = 0; t < p.threads.size(); ++t)
@@ -436,7 +444,7 @@ void World::TritonRun(uint32_t thread, const TunerCall& c, uint32_t call) {
     const Nargs n = ReadNargs(st, L_.kRunReadNargs);
     if (n.call < 0) {
       Raise(thread, "nargs-none", L_.none_error_type,
-            native_ ? "nargs is null while computing the key" : "'NoneType' object is not a mapping",
+            L_.none_in_run,
             L_.kWhereRun,
             fmt::format("nargs is None while thread {} computes its key: thread {} set it to None "
                         "at step {}",
@@ -529,7 +537,7 @@ int32_t World::Benchmark(uint32_t thread, const TunerCall& c, TunerState& st, in
     const Nargs n = ReadNargs(st, L_.kBenchmarkNargs);
     if (n.call < 0) {
       Raise(thread, "nargs-none", L_.none_error_type,
-            native_ ? "nargs is null after benchmarking" : "'NoneType' object is not a mapping",
+            L_.none_in_benchmark,
             L_.kWhereBenchmark,
             fmt::format("nargs is None after thread {} benchmarked: thread {} set it to None at "
                         "step {}",
@@ -541,7 +549,7 @@ int32_t World::Benchmark(uint32_t thread, const TunerCall& c, TunerState& st, in
              fmt::format("thread {}'s reset-only pre-hook zeroed thread {}'s {} (another thread's "
                          "arguments were in self.nargs)",
                          thread, n.thread, c.arg_names[c.reset_to_zero[0]]),
-             native_ ? L_.kWhereBenchmark : "triton/runtime/autotuner.py:61 in _pre_hook");
+             L_.where_reset);
     }
     st.configs_timings.Write({0, thread, key}, L_.kConfigsTimings);
   });
@@ -553,8 +561,7 @@ void World::Bench(uint32_t thread, const TunerCall& c, TunerState& st, size_t co
   const Nargs n = ReadNargs(st, L_.kBenchNargs);
   if (n.call < 0) {
     Raise(thread, "nargs-none", L_.none_error_type,
-          native_ ? fmt::format("nargs is null while benchmarking config {}", config)
-                  : std::string("'NoneType' object is not a mapping"),
+          fmt::format(fmt::runtime(L_.none_in_bench), fmt::arg("config", config)),
           L_.kWhereBench,
           fmt::format("nargs is None while thread {} benchmarks config {}: thread {} set it to "
                       "None at step {}",
@@ -584,8 +591,7 @@ void World::Bench(uint32_t thread, const TunerCall& c, TunerState& st, size_t co
         const std::string& name = c.arg_names[c.restore_value[i]];
         if ((rc.present >> i & 1) == 0) {
           Raise(thread, "in-param-not-in-cache", L_.key_error_type,
-                native_ ? fmt::format("In-parameter input {} is not in the cache", i)
-                        : fmt::format("'{}'", name),
+                fmt::format(fmt::runtime(L_.key_error), fmt::arg("name", name), fmt::arg("index", i)),
                 L_.kWherePostHook,
                 fmt::format("In-parameter {} is not in the cache: thread {}'s post-hook reset "
                             "restore_copies to {{}} at step {} while thread {} was benchmarking "

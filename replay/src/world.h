@@ -82,6 +82,11 @@ struct Labels {
   const char* kWhereBenchmark;
   const char* key_error_type;   // a missing in-parameter copy
   const char* none_error_type;  // nargs is None
+  const char* key_error;           // message; {name} / {index}: the missing in-parameter
+  const char* none_in_run;         // messages of nargs-none at the key, after benchmark(),
+  const char* none_in_benchmark;   // and in _bench ({config})
+  const char* none_in_bench;
+  const char* where_reset;         // the reset-only pre-hook that zeroes reset_to_zero
 };
 
 // A thrown Python exception inside a model: ends the calling thread's task.
@@ -141,7 +146,6 @@ class World {
   const ReplayOptions& o_;
   const uint32_t reps_;
   const bool fla_;
-  const bool native_;
   const Labels& L_;
   std::vector<uint64_t>* anchors_;
   std::vector<size_t> cursor_;  // per thread: next recorded transition

@@ -98,10 +98,11 @@ const std::vector<ThreadId>& Initials(const std::vector<Node>& path,
                                       const std::vector<uint32_t>& own, size_t j, size_t i) {
   static thread_local std::vector<ThreadId> initials;
   static thread_local std::vector<size_t> kept;
+  static thread_local std::vector<bool> seen_thread;
   initials.clear();
   kept.clear();
+  seen_thread.assign(path[j].pending.size(), false);
   auto hb = [&](size_t a, size_t b) { return own[a] <= clock[b][path[a].chosen]; };
-  std::vector<bool> seen_thread(path[j].pending.size(), false);
   for (size_t k = j + 1; k <= i; ++k) {
     if (k != i && hb(j, k)) continue;
     const ThreadId tk = path[k].chosen;

@@ -7,11 +7,8 @@
 #   RUNS=10 (per fix)   FIXES="none lock-run ..."
 #   SECTIONS="tests outcomes recordings speed overhead" (default: all)
 set -uo pipefail
-out=${OUT:-/tmp/rerace-h200}
+. "$(dirname "$0")/h200-env.sh"
 mkdir -p "$out/traces"
-export LD_LIBRARY_PATH=$PWD/.devlibs:/usr/local/cuda/lib64:/usr/local/cuda/extras/CUPTI/lib64:${LD_LIBRARY_PATH:-}
-export NCCL_NVLS_ENABLE=0
-bin=$PWD/.devrun/bin
 runs=${RUNS:-10}
 fixes=${FIXES:-none lock-run tls-nargs call-local lock-key-future per-thread-tuner prewarm owner-thread}
 step="$bin/rerace-train-step --threads 8 --steps 1"

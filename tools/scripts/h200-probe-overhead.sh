@@ -1,7 +1,6 @@
 set -uo pipefail
-export LD_LIBRARY_PATH=$PWD/.devlibs:/usr/local/cuda/lib64:/usr/local/cuda/extras/CUPTI/lib64:/usr/local/cuda/lib:${LD_LIBRARY_PATH:-}
-export NCCL_NVLS_ENABLE=0 PYTHONUNBUFFERED=1
-bin=$PWD/.devrun/bin; exp=$PWD/tools/python/experiments/autotune_race.py; out=$OUT
+. "$(dirname "$0")/h200-env.sh"
+exp=$PWD/tools/python/experiments/autotune_race.py
 python3 "$exp" --variant lock-run --trials 1 >/dev/null 2>&1
 for i in 1 2; do
 python3 "$exp" --variant lock-run --trials 4 | sed 's/^/plain:    /'

@@ -3,11 +3,8 @@
 # WORLD_SIZE per process), each process recorded, each writing its own trace. With one GPU both
 # ranks share it (LOCAL_RANK % visible). Expects .devrun/.devlibs as h200-recorder-check.sh.
 set -uo pipefail
-out=${OUT:-/tmp/rerace-h200}
+. "$(dirname "$0")/h200-env.sh"
 mkdir -p "$out/traces"
-export LD_LIBRARY_PATH=$PWD/.devlibs:/usr/local/cuda/lib64:/usr/local/cuda/extras/CUPTI/lib64:${LD_LIBRARY_PATH:-}
-export NCCL_NVLS_ENABLE=0
-bin=$PWD/.devrun/bin
 {
   date -u; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
   cd "$out/traces"

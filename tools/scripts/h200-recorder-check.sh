@@ -3,11 +3,7 @@
 # Expects binaries built on the build machine under .devrun/{bin,lib,tests} and their shared
 # libraries (Cap'n Proto, fmt, Boost.Context) under .devlibs; writes logs and traces to $OUT.
 set -uo pipefail
-out=${OUT:-/tmp/rerace-h200}
-mkdir -p "$out"
-export LD_LIBRARY_PATH=$PWD/.devlibs:/usr/local/cuda/lib64:/usr/local/cuda/extras/CUPTI/lib64:/usr/local/cuda/lib:${LD_LIBRARY_PATH:-}
-export NCCL_NVLS_ENABLE=0
-bin=$PWD/.devrun/bin
+. "$(dirname "$0")/h200-env.sh"
 {
   echo "== machine"; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv
   nvcc --version | tail -1; python3 -c 'import torch, triton; print("torch", torch.__version__, "triton", triton.__version__)'

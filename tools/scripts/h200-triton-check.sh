@@ -4,11 +4,7 @@
 # variants without the recorder for the fidelity table; times the step plain, recorded and under
 # torch.profiler. Writes logs and traces to $OUT.
 set -uo pipefail
-out=${OUT:-/tmp/rerace-h200}
-mkdir -p "$out"
-export LD_LIBRARY_PATH=$PWD/.devlibs:/usr/local/cuda/lib64:/usr/local/cuda/extras/CUPTI/lib64:/usr/local/cuda/lib:${LD_LIBRARY_PATH:-}
-export NCCL_NVLS_ENABLE=0 PYTHONUNBUFFERED=1
-bin=$PWD/.devrun/bin
+. "$(dirname "$0")/h200-env.sh"
 exp=$PWD/tools/python/experiments/autotune_race.py
 {
   nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
