@@ -16,12 +16,20 @@ void Costs(const Program& program, const ReplayOptions& options, Replayer& rep, 
   v.duplicates_fix = with_fix.duplicates;
   ReplayOptions none = options;
   none.fix = Fix{};
+  none.patches.clear();  // python engine: the stock code, as installed
   Replayer base(program, none);
   sim::Timed timed_none(0);
   const ReplayResult without = base.Run(timed_none);
   v.makespan_none = without.makespan;
   if (without.failed()) v.none_timed_failure = without.findings.front().code;
-  v.makespan_recorded = base.RunRecorded().makespan;
+  if (options.engine == "python") {
+    // The recorded order is followed by the model (the real code does not anchor to it).
+    ReplayOptions model = none;
+    model.engine = "model";
+    v.makespan_recorded = Replayer(program, model).RunRecorded().makespan;
+  } else {
+    v.makespan_recorded = base.RunRecorded().makespan;
+  }
 }
 }  // namespace
 
@@ -38,6 +46,10 @@ BoundedVerdict CheckFixBounded(const Program& program, const ReplayOptions& opti
                                uint32_t bound, uint64_t max_runs, bool naive) {
   BoundedVerdict b;
   b.bound = bound;
+  // The real code under the GIL: a step can hold several accesses (an atomic stretch between
+  // two places where the GIL can change hands) while DPOR sees only the first; the plain
+  // bounded search does not rely on what a step touches.
+  if (options.engine == "python" && options.python_mode != "free-threaded") naive = true;
   b.naive = naive;
   Replayer rep(program, options);
   sim::Explorer e(naive ? sim::Explorer::Mode::kNaive : sim::Explorer::Mode::kDpor, bound, max_runs);

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <set>
 
+#include "python_engine.h"
 #include "rerace/sim/stack_pool.h"
 #include "world.h"
 
@@ -56,7 +57,18 @@ Replayer::Replayer(const Program& program, ReplayOptions options)
 
 Replayer::~Replayer() = default;
 
+Result<std::string> Replayer::StartEngine() {
+  if (options_.engine != "python") return std::string();
+  if (!py_) {
+    auto py = detail::PythonProcess::Start(program_, options_);
+    if (!py) return py.error();
+    py_ = std::move(*py);
+  }
+  return py_->info();
+}
+
 std::string Replayer::ModelName() const {
+  if (options_.engine == "python") return "python";
   if (options_.model != "auto") return options_.model;
   for (const std::string& c : program_.tuner_classes) {
     if (IsFla(c)) return "fla";
@@ -86,6 +98,23 @@ ReplayResult Replayer::RunWith(sim::Strategy& strategy, std::vector<uint64_t>* a
   sim::RaceDetector detector;
   if (options_.detect_races) so.races = &detector;
   sim::Scheduler sched(strategy, so, pool_.get());
+  if (options_.engine == "python") {
+    if (anchors != nullptr)
+      throw detail::EngineError("the python engine cannot follow the recorded order (--recorded): "
+                                "use --engine model");
+    if (auto started = StartEngine(); !started) throw detail::EngineError(started.error().message);
+    detail::PythonWorld world(sched, program_, *py_);
+    for (uint32_t t = 0; t < program_.threads.size(); ++t)
+      sched.Spawn(program_.threads[t].name, [&world, t] { world.RunThread(t); });
+    ReplayResult r;
+    r.strategy = strategy.Name();
+    r.fix = options_.fix.name;
+    r.model = ModelName();
+    r.run = sched.Run();
+    world.Finalize(r);
+    r.races = detector.races();
+    return r;
+  }
   detail::World world(sched, program_, options_, reps, ModelName(), anchors);
   for (uint32_t t = 0; t < program_.threads.size(); ++t)
     sched.Spawn(program_.threads[t].name, [&world, t] { world.RunThread(t); });

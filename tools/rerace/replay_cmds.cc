@@ -41,6 +41,10 @@ struct Common {
   uint64_t max_steps = 2'000'000;
   sim::StrategySpec strategy;
   bool json = false;
+  std::string engine = "model";
+  std::vector<std::string> patches;
+  std::string python_mode = "auto";
+  std::string python_exe = "python3";
 };
 
 void AddCommon(CLI::App* sub, Common& c, bool with_strategy) {
@@ -51,6 +55,26 @@ void AddCommon(CLI::App* sub, Common& c, bool with_strategy) {
   sub->add_option("--model", c.model, "Tuner model: auto (from the trace's tuner class), triton, fla or native (rerace's C++ autotuner)")
       ->default_val("auto")
       ->check(CLI::IsMember({"auto", "triton", "fla", "native"}));
+  sub->add_option("--engine", c.engine,
+                  "model: rerace's C++ tuner models (fast, no Python needed); python: the real "
+                  "tuner code (the Triton installed for --python-exe, the patches) run one thread "
+                  "at a time under rerace's scheduler")
+      ->default_val("model")
+      ->check(CLI::IsMember({"model", "python"}));
+  sub->add_option("--patch", c.patches,
+                  "With --engine python: a Python file imported before the tuners are built, as "
+                  "a training script applies a patch at start-up (repeatable)")
+      ->check(CLI::ExistingFile);
+  sub->add_option("--python", c.python_mode,
+                  "With --engine python: where a thread can lose the interpreter: gil (only where "
+                  "this CPython can hand the GIL over), free-threaded (at every shared access), or "
+                  "auto (as the recorded interpreter ran; gil when the recording does not say)")
+      ->default_val("auto")
+      ->check(CLI::IsMember({"auto", "gil", "free-threaded"}));
+  sub->add_option("--python-exe", c.python_exe,
+                  "With --engine python: the Python that runs the tuner code (its Triton is the "
+                  "one replayed)")
+      ->default_val("python3");
   sub->add_option("--reps", c.reps,
                   "do_bench repetitions executed per config (0: as recorded); fewer steps, same "
                   "failures")
@@ -79,8 +103,11 @@ Result<Loaded> Load(const std::string& path, const Common& c) {
   if (!trace) return trace.error();
   auto program = BuildProgram(*trace, path);
   if (!program) return program.error();
-  auto fix = ParseFix(c.fix);
+  const bool python = c.engine == "python";
+  auto fix = python ? Result<Fix>(Fix{}) : ParseFix(c.fix);
   if (!fix) return fix.error();
+  if (!python && (!c.patches.empty() || c.python_mode != "auto" || c.python_exe != "python3"))
+    return Error{"--patch, --python and --python-exe need --engine python", kExitUsage};
   if (program->calls.empty())
     return Error{fmt::format("{}: the trace has no tuner calls: nothing for a tuner model to "
                              "replay (was it recorded with --probe?)",
@@ -93,7 +120,44 @@ Result<Loaded> Load(const std::string& path, const Common& c) {
   l.options.reps = c.reps;
   l.options.max_steps = c.max_steps;
   l.options.detect_races = c.races;
+  const std::vector<std::string> patched = PatchedParts(l.program);
+  if (!python && !patched.empty() && c.fix == "none")
+    return Error{fmt::format("{}: the recorded program was patched ({}): the C++ model would check "
+                             "stock Triton, which never ran; check the real code with --engine "
+                             "python (it loads the recorded patch when it can be imported, or "
+                             "give it with --patch FILE), or say which fix it stands for with --fix",
+                             path, fmt::join(patched, "; ")),
+                 kExitUsage};
+  if (python) {
+    l.options.engine = "python";
+    l.options.python_mode = c.python_mode;
+    l.options.python_exe = c.python_exe;
+    for (const std::string& p : c.patches)
+      l.options.patches.push_back(std::filesystem::absolute(p).string());
+    if (auto u = UsePythonFix(c.fix, l.options); !u) return u.error();
+    // A recording whose program took locks of its own was patched: the real code must run the
+    // patch, or it checks stock code that never ran.
+    std::set<std::string> locks;
+    for (const ThreadProgram& t : l.program.threads)
+      for (const Op& op : t.ops)
+        if (op.kind == Op::Kind::kLockAcquire) locks.insert(op.lock_name);
+    if (!locks.empty() && l.options.patches.empty())
+      return Error{fmt::format("{}: the recorded program took locks of its own ({}): it was "
+                               "patched; give the patch with --patch FILE (or --fix NAME), or "
+                               "check the recorded locks with --engine model",
+                               path, fmt::join(locks, ", ")),
+                   kExitUsage};
+  }
   return l;
+}
+
+// python engine: starts it and says what runs (versions, switch rules, the patches and what
+// each changed), once per command, on standard error.
+Result<void> StartEngine(Replayer& rep) {
+  auto info = rep.StartEngine();
+  if (!info) return info.error();
+  if (!info->empty()) std::fprintf(stderr, "%s\n", DescribeEngine(*info).c_str());
+  return {};
 }
 
 // PCT needs k, the steps of a run, and SURW each thread's steps: measured once per trace.
@@ -115,6 +179,10 @@ std::string Flags(const std::string& trace, const Common& c) {
   if (c.fix != "none") f += " --fix '" + c.fix + "'";
   if (c.model != "auto") f += " --model " + c.model;
   if (c.reps != 1) f += fmt::format(" --reps {}", c.reps);
+  if (c.engine != "model") f += " --engine " + c.engine;
+  for (const std::string& p : c.patches) f += " --patch '" + p + "'";
+  if (c.python_mode != "auto") f += " --python " + c.python_mode;
+  if (c.python_exe != "python3") f += " --python-exe '" + c.python_exe + "'";
   return f;
 }
 
@@ -145,6 +213,7 @@ int RunReplay(const ReplayArgs& a) {
   auto l = Load(a.trace, a.c);
   if (!l) return ReportError(l.error());
   Replayer rep(l->program, l->options);
+  if (auto e = StartEngine(rep); !e) return ReportError(e.error());
   ReplayResult r;
   std::string how;
   std::optional<replay::StepLog> log;
@@ -349,6 +418,7 @@ int RunFuzz(const FuzzArgs& a) {
     auto l = Load(path, a.c);
     if (!l) return ReportError(l.error());
     Replayer rep(l->program, l->options);
+    if (auto e = StartEngine(rep); !e) return ReportError(e.error());
     std::optional<Probe> k;
     std::vector<sim::Race> races;
     std::set<std::string> race_seen;
@@ -478,6 +548,10 @@ struct CheckArgs {
 int RunCheck(const CheckArgs& a) {
   auto l = Load(a.trace, a.c);
   if (!l) return ReportError(l.error());
+  if (l->options.engine == "python") {
+    Replayer probe(l->program, l->options);
+    if (auto e = StartEngine(probe); !e) return ReportError(e.error());
+  }
   std::optional<BoundedVerdict> bounded;
   Verdict v;
   // Without --bound: DPOR at bound 1 within kAutoRuns runs, then the sampled schedules.

@@ -39,6 +39,9 @@
 namespace rerace::sim {
 class StackPool;
 }
+namespace rerace::replay::detail {
+class PythonProcess;
+}
 
 namespace rerace::replay {
 
@@ -49,6 +52,14 @@ struct ReplayOptions {
   uint64_t max_steps = 2'000'000;
   Nanos launch_cpu_ns = 4'000;  // CPU time a launch costs its thread
   bool detect_races = false;    // happens-before race detection (sim/race_detector.h)
+  // The engine: "model" (the C++ tuner models) or "python" (the real tuner code, run by
+  // tools/python/rerace_real in `python_exe`; see replay/src/python_engine.h).
+  std::string engine = "model";
+  std::vector<std::string> patches;       // python: files imported before the tuners are built
+  // python: "gil" or "free-threaded" switch points; "auto": as the recorded interpreter ran
+  // (the probe's metadata), the GIL when the recording does not say.
+  std::string python_mode = "auto";
+  std::string python_exe = "python3";
 };
 
 struct Finding {
@@ -101,6 +112,11 @@ class Replayer {
   // The same, with the recorded-order strategy handed to `wrap` first (a StepLog, say).
   ReplayResult RunRecorded(const std::function<sim::Strategy&(sim::Strategy&)>& wrap);
 
+  // python engine: starts the Python process (Triton, patches, tuners) now, for a clean error;
+  // returns what it reports (JSON: versions, switch rules, replaced parts, patches applied).
+  // Run() starts it when this was not called, and throws on failure. Model engine: "".
+  [[nodiscard]] Result<std::string> StartEngine();
+
   const Program& program() const { return program_; }
   const ReplayOptions& options() const { return options_; }
   std::string ModelName() const;
@@ -111,7 +127,19 @@ class Replayer {
   const Program& program_;
   ReplayOptions options_;
   std::unique_ptr<sim::StackPool> pool_;
+  std::unique_ptr<detail::PythonProcess> py_;
 };
+
+// python engine: resolves `--fix` text: names joined by '+', each "none", "prewarm" (the
+// engine runs every recorded call once, serially, before the threads) or a patch file shipped
+// in tools/python/rerace_real/fixes/ ("lock-run" is fixes/lock_run.py). Sets o.fix.name,
+// o.fix.prewarm and prepends the patch files to o.patches. Unknown names: exit 64, listing
+// the known ones.
+[[nodiscard]] Result<void> UsePythonFix(const std::string& text, ReplayOptions& o);
+// One line for people from what the python engine reports when it starts (JSON).
+std::string DescribeEngine(const std::string& info_json);
+// The folder holding the engine's Python package (RERACE_PYTHONPATH, else the source tree's).
+std::string PythonEngineDir();
 
 // The text report: the failure first (as Python raised it, then in rerace's words), each
 // involved thread's last steps, the simulated step time, warnings, how to replay it.
