@@ -3,6 +3,7 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <exception>
 #include <string>
 
 #include "commands.h"
@@ -35,5 +36,16 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "rerace: error: %s (run 'rerace --help')\n", e.what());
     return rerace::kExitUsage;
   }
-  return table.Run();
+  // A command reports its own errors (bad input, usage, output) with their codes; anything
+  // that escapes one is a bug in rerace: exit 70 with the message, never 1 (a race found).
+  try {
+    return table.Run();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "rerace: internal error: %s (a bug in rerace: please report it with the "
+                         "command)\n", e.what());
+    return rerace::kExitInternal;
+  } catch (...) {
+    std::fprintf(stderr, "rerace: internal error: an exception of unknown type (a bug in rerace)\n");
+    return rerace::kExitInternal;
+  }
 }

@@ -148,6 +148,14 @@ struct SynthArgs {
 };
 
 int RunSynth(const SynthArgs& a) {
+  if (auto v = ValidateScenario(a.s); !v) return ReportError(v.error());
+  const uint64_t calls = uint64_t{a.s.threads} * a.s.calls_per_thread;
+  if (calls < a.s.tuners)
+    return ReportError({fmt::format("synth: --tuners {} but only {} tuner call(s) ({} thread(s) x "
+                                    "--calls {}): some tuners would never be called; raise "
+                                    "--calls or --threads",
+                                    a.s.tuners, calls, a.s.threads, a.s.calls_per_thread),
+                        kExitUsage});
   if (auto r = Synthesize(a.s, a.out); !r) return ReportError(r.error());
   auto t = ReadTrace(a.out);
   if (!t) return ReportError(t.error());

@@ -49,6 +49,9 @@ struct ReplayOptions {
   uint64_t max_steps = 2'000'000;
   Nanos launch_cpu_ns = 4'000;  // CPU time a launch costs its thread
   bool detect_races = false;    // happens-before race detection (sim/race_detector.h)
+  // --failure KIND: only a finding with this code makes a run count as failing for check's
+  // verdict and fuzz's findings (empty: any finding). Does not change a run.
+  std::string target;
 };
 
 struct Finding {
@@ -116,10 +119,41 @@ class Replayer {
 // The text report: the failure first (as Python raised it, then in rerace's words), each
 // involved thread's last steps, the simulated step time, warnings, how to replay it.
 std::string FormatReport(const ReplayResult& r, const Program& p, const std::string& replay_hint);
-std::string FormatJson(const ReplayResult& r, const Program& p);
+// With `with_races`, a "races" array (RacesJson) is added.
+std::string FormatJson(const ReplayResult& r, const Program& p, bool with_races = false);
+std::string RacesJson(const std::vector<sim::Race>& races);
+// Adds the races of `from` not yet in `into` (same object and the same two source labels).
+void MergeRaces(std::vector<sim::Race>& into, const std::vector<sim::Race>& from);
 // The races of a run, one per line, each with the failures of `involved` that touch either
 // access's source line.
 std::string FormatRaces(const std::vector<sim::Race>& races, const std::vector<Finding>& involved);
 std::string JsonEscape(const std::string& s);
+
+// What a run means for the command line, beyond "failed or not": a divergence (a saved
+// schedule that does not fit this program, fix, model or reps) is bad input, exit 65; an
+// exception that escaped the model or a failed check is a bug in rerace, exit 70. Neither is a
+// race, so neither may end a command with exit 1. Returns the error (message and exit code) for
+// those two, nothing for a run that failed or passed on its own terms.
+std::optional<Error> RunError(const ReplayResult& r);
+
+// The finding codes a run can report (for --failure), in order of harm as docs/MODEL.md ranks
+// them: silent corruption, crashes, deadlocks, then the scheduler's step bound.
+const std::vector<std::string>& FailureKinds();
+// `kind` is a code ("nargs-none"), or a code and where it happened, "CODE@WHERE" (the finding's
+// `where` contains WHERE: "nargs-none@autotuner.py:233"); empty matches any finding.
+bool Matches(const Finding& f, const std::string& kind);
+// Whether `r` has a finding of `kind` (any finding when `kind` is empty), or a RunError.
+bool Hits(const ReplayResult& r, const std::string& kind);
+// The first finding of `kind` by step (the first finding when `kind` is empty), or null.
+const Finding* FirstOf(const ReplayResult& r, const std::string& kind);
+// The number of threads of `p` that call a tuner (the workers; not a main thread that only
+// launched or synchronized), as the summary counts them: "7 of 8 threads".
+uint32_t WorkerThreads(const Program& p);
+
+// The tuner classes `--model auto` recognizes: Triton's Autotuner (a class under `triton.`),
+// FLA's CachedAutotuner (a class under `fla.` or naming CachedAutotuner) and rerace's native
+// tuner (under `rerace.kernels.`). Returns the first class of `p` that is none of these, which
+// no model may stand for without the user saying so (--model).
+std::optional<std::string> UnknownTunerClass(const Program& p);
 
 }  // namespace rerace::replay
