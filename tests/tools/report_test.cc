@@ -338,3 +338,73 @@ TEST(ReportExit, CommandLineUsesOnlyNamedExitCodes) {
 }
 
 }  // namespace
+
+namespace {
+
+size_t Count(const std::string& text, const std::string& part) {
+  size_t n = 0;
+  for (size_t p = text.find(part); p != std::string::npos; p = text.find(part, p + 1)) ++n;
+  return n;
+}
+
+// Missing: show demangles kernel names (the raw ones with --mangled) and says, per thread, which
+// tuner it called with which key, and per tuner what the probe recorded of the decorator.
+TEST(ReportShow, DemangledKernelsAndWhatEachTunerRecorded) {
+  const CliRun native = Rerace("show " + SampleTrace("native-none-h200.rrt"));
+  EXPECT_TRUE(Has(native.out, "rerace::kernels::(anonymous namespace)::NormKernel(float const*")) << native.out;
+  EXPECT_FALSE(Has(native.out, "_ZN6rerace")) << native.out;
+  EXPECT_TRUE(Has(Rerace("show --mangled " + SampleTrace("native-none-h200.rrt")).out, "_ZN6rerace7kernels"));
+  const CliRun triton = Rerace("show " + SampleTrace("triton-none-h200.rrt"));
+  for (const char* want : {"      tuner            1  l2norm_fwd_kernel key (1024, ",
+                           "      in-parameters: x_ptr, y_ptr, N, eps, BLOCK_N\n",
+                           "      restore_value: y_ptr; reset_to_zero: (none)\n",
+                           "      configs (12):\n",
+                           "         11  BLOCK_N: 4096, num_warps: 8"})
+    EXPECT_TRUE(Has(triton.out, want)) << want << "\n" << triton.out;
+}
+
+// Missing: the Perfetto export closes every call it opens (a B without an E draws a slice to
+// the end of time), and names C++ kernels as their source does, keeping the raw name.
+TEST(ReportExport, EveryCallSliceEndsAndKernelsAreDemangled) {
+  const std::string dir = TempDir("export");
+  for (const char* trace : {"torch-two-threads-h200.rrt", "triton-none-h200.rrt", "native-none-h200.rrt"}) {
+    SCOPED_TRACE(trace);
+    ASSERT_EQ(Rerace("export " + SampleTrace(trace) + " -o " + dir + "/t.json").code, 0);
+    const std::string j = Slurp(dir + "/t.json");
+    EXPECT_GT(Count(j, R"("cat":"tuner","ph":"B")"), 0u);
+    EXPECT_EQ(Count(j, R"("cat":"tuner","ph":"B")"), Count(j, R"("cat":"tuner","ph":"E")"));
+  }
+  const std::string j = Slurp(dir + "/t.json");  // native-none-h200
+  EXPECT_TRUE(Has(j, R"("name":"rerace::kernels::(anonymous namespace)::NormKernel(float const*)")) << j.substr(0, 2000);
+  EXPECT_TRUE(Has(j, R"("mangled":"_ZN6rerace7kernels)"));
+}
+
+// Missing: a schedule file has a seed line only when a seed made it, and then just the number.
+TEST(ReportSchedule, SeedLineOnlyForASeededSchedule) {
+  const std::string dir = TempDir("seedline");
+  const std::string s = SampleTrace("synth-h200-shape.rrt");
+  struct Case {
+    std::string args;
+    std::string seed_line;  // "" : none
+  };
+  const Case cases[] = {
+      {"replay " + s + " --seed 5", "# seed: 5\n"},
+      {"replay " + s + " --recorded", ""},
+      {"check " + s + " --bound 1", ""},
+      {"check " + s + " --fix tls-nargs --runs 100", ""},  // DPOR finds it before the sampling
+  };
+  int n = 0;
+  for (const Case& c : cases) {
+    const std::string file = dir + "/" + std::to_string(++n) + ".sched";
+    Rerace(c.args + " --save-schedule " + file);
+    const std::string text = Slurp(file);
+    ASSERT_FALSE(text.empty()) << c.args;
+    if (c.seed_line.empty())
+      EXPECT_FALSE(Has(text, "# seed:")) << c.args << "\n" << text;
+    else
+      EXPECT_TRUE(Has(text, c.seed_line)) << c.args << "\n" << text;
+    EXPECT_FALSE(Has(text, "# seed: seed")) << text;
+  }
+}
+
+}  // namespace
