@@ -20,6 +20,12 @@ using rerace::testing::SampleTrace;
 using rerace::testing::Slurp;
 using rerace::testing::Source;
 
+size_t Count(const std::string& text, const std::string& part) {
+  size_t n = 0;
+  for (size_t p = text.find(part); p != std::string::npos; p = text.find(part, p + 1)) ++n;
+  return n;
+}
+
 std::string TempDir(const std::string& name) {
   const std::string d = ::testing::TempDir() + "/report-" + name + "-" + std::to_string(getpid());
   std::filesystem::remove_all(d);
@@ -323,6 +329,13 @@ TEST(ReportMerge, SameShardTwiceIsRefusedAndAMissingShardReported) {
   EXPECT_EQ(missing.code, 66) << missing.out;
   EXPECT_TRUE(Has(missing.out, "shard 1/2 is missing")) << missing.out;
   EXPECT_EQ(Rerace("merge " + dir + "/s0.json " + dir + "/s1.json > /dev/null").code, 1);
+  // Item 5: races travel through merge, once per object and pair of lines, as in one run.
+  ASSERT_EQ(Rerace("fuzz " + t + " --runs 10 --shard 0/2 --races --json > " + dir + "/r0.json").code, 1);
+  ASSERT_EQ(Rerace("fuzz " + t + " --runs 10 --shard 1/2 --races --json > " + dir + "/r1.json").code, 1);
+  const CliRun whole = Rerace("fuzz " + t + " --runs 20 --races --json");
+  const CliRun merged = Rerace("merge " + dir + "/r0.json " + dir + "/r1.json");
+  EXPECT_GT(Count(whole.out, "\"object\":"), 0u) << whole.out;
+  EXPECT_EQ(Count(merged.out, "\"object\":"), Count(whole.out, "\"object\":"));
   EXPECT_TRUE(Has(Rerace("fuzz --help").out, "with --shard, runs of this shard"));
 }
 
@@ -340,12 +353,6 @@ TEST(ReportExit, CommandLineUsesOnlyNamedExitCodes) {
 }  // namespace
 
 namespace {
-
-size_t Count(const std::string& text, const std::string& part) {
-  size_t n = 0;
-  for (size_t p = text.find(part); p != std::string::npos; p = text.find(part, p + 1)) ++n;
-  return n;
-}
 
 // Missing: show demangles kernel names (the raw ones with --mangled) and says, per thread, which
 // tuner it called with which key, and per tuner what the probe recorded of the decorator.

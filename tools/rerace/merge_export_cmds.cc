@@ -67,7 +67,9 @@ int RunMerge(const MergeArgs& a) {
   // Results of the same trace and fix from several shards: runs add up, failures are kept
   // once per signature (the lowest seed wins, so the merge does not depend on input order).
   std::map<std::tuple<std::string, std::string, std::string>, FuzzTrace> merged;
-  std::map<std::tuple<std::string, std::string, std::string>, std::set<std::string>> races;
+  // Races per result, once per object and pair of source lines (as fuzz keeps them); of the
+  // same race seen in several shards, the least JSON text is kept, whatever the input order.
+  std::map<std::tuple<std::string, std::string, std::string>, std::map<std::string, std::string>> races;
   std::vector<std::string> shards;
   std::map<std::string, std::string> shard_file;  // "K/N" → the input that holds it
   std::set<std::string> seen_files;
@@ -96,7 +98,13 @@ int RunMerge(const MergeArgs& a) {
                                          t.at("strategy").get<std::string>());
         FuzzTrace& m = merged[key];
         if (t.contains("races"))
-          for (const auto& r : t.at("races")) races[key].insert(r.dump());
+          for (const auto& r : t.at("races")) {
+            const std::string id = r.at("object").get<std::string>() + "|" +
+                                   r.at("first").at("label").get<std::string>() + "|" +
+                                   r.at("second").at("label").get<std::string>();
+            auto [it, fresh] = races[key].try_emplace(id, r.dump());
+            if (!fresh && r.dump() < it->second) it->second = r.dump();
+          }
         m.trace = t.at("trace");
         m.fix = t.at("fix");
         m.strategy = t.at("strategy");
@@ -147,7 +155,11 @@ int RunMerge(const MergeArgs& a) {
   bool any = false;
   for (auto& [k, t] : merged) {
     std::sort(t.failures.begin(), t.failures.end(), FailureBefore);
-    if (races.count(k)) t.races_json = "[" + fmt::format("{}", fmt::join(races[k], ",")) + "]";
+    if (races.count(k)) {
+      std::vector<std::string> list;
+      for (const auto& [id, text] : races[k]) list.push_back(text);
+      t.races_json = "[" + fmt::format("{}", fmt::join(list, ",")) + "]";
+    }
     any |= !t.failures.empty();
     all.push_back(std::move(t));
   }
