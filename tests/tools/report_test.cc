@@ -116,6 +116,8 @@ TEST(ReportHints, ReplayAndCheckHintsReproduceTheirFailure) {
       {"check " + SampleTrace("native-none-h200.rrt") + " --fix tls-nargs --save-schedule " + dir +
            "/d.sched",
        "replay it with '"},
+      {"check " + triton + " --fix tls-nargs", "replay it: '"},  // the schedule inline
+      {"check " + triton + " --failure in-param-not-in-cache --bound 1", "replay it: '"},
   };
   for (const CommandCase& c : cases) {
     SCOPED_TRACE(c.command);

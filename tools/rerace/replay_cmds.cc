@@ -279,7 +279,9 @@ struct ReplayArgs {
 
 int RunReplay(const ReplayArgs& a) {
   Common c = a.c;
-  if (!a.schedule.empty())
+  // --schedule takes a file, or the schedule line itself ("rs1:...", as check prints it).
+  const bool inline_schedule = a.schedule.rfind(std::string(sim::kScheduleFormat) + ":", 0) == 0;
+  if (!a.schedule.empty() && !inline_schedule)
     if (auto h = ApplyScheduleHeader(a.schedule, c); !h) return ReportError(h.error());
   auto l = Load(a.trace, c);
   if (!l) return ReportError(l.error());
@@ -297,11 +299,12 @@ int RunReplay(const ReplayArgs& a) {
     r = rep.RunRecorded(wrap);
     how = "recorded";
   } else if (!a.schedule.empty()) {
-    auto s = sim::Schedule::Load(a.schedule);
+    auto s = inline_schedule ? sim::Schedule::Parse(a.schedule, "--schedule")
+                             : sim::Schedule::Load(a.schedule);
     if (!s) return ReportError(s.error());
     sim::ScheduleReplay strategy(std::move(*s));
     r = rep.Run(wrap(strategy));
-    how = "schedule " + a.schedule;
+    how = inline_schedule ? "the schedule given" : "schedule " + a.schedule;
   } else {
     std::optional<Probe> k;
     auto strategy = StrategyFor(c.strategy, a.seed, rep, &k);
@@ -760,8 +763,8 @@ int RunCheck(const CheckArgs& a) {
       hint = fmt::format("counterexample saved: replay it with '{} --schedule {}'",
                          Flags(a.trace, a.c), a.save);
     } else {
-      hint = fmt::format("counterexample schedule: {} (add --save-schedule FILE to replay it)",
-                         v.counterexample->run.schedule.Encode());
+      hint = fmt::format("replay it: '{} --schedule '{}'' (add --save-schedule FILE to keep it)",
+                         Flags(a.trace, a.c), v.counterexample->run.schedule.Encode());
     }
     if (!a.perfetto.empty()) {
       Replayer rep(l->program, l->options);
@@ -835,7 +838,10 @@ void RegisterReplayCommands(CLI::App& app, CommandTable& table) {
                 "interleaving (exit 1 when it fails)");
   r->add_option("trace", ra->trace, "Trace file")->required();
   auto* seed = r->add_option("--seed", ra->seed, "Seed of the strategy")->default_val(1);
-  auto* sched = r->add_option("--schedule", ra->schedule, "Replay a saved schedule (no seed needed)");
+  auto* sched = r->add_option("--schedule", ra->schedule,
+                              "Replay a saved schedule (no seed needed): a file written by "
+                              "--save-schedule (its header gives the fix, model and reps), or the "
+                              "schedule line itself (rs1:..., as check prints it)");
   auto* rec = r->add_flag("--recorded", ra->recorded,
                           "Replay the recorded interleaving: reproduce what happened on the GPU");
   sched->excludes(rec);
