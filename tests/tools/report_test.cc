@@ -417,3 +417,19 @@ TEST(ReportSchedule, SeedLineOnlyForASeededSchedule) {
 }
 
 }  // namespace
+
+namespace {
+
+// Stale documentation: the help names every strategy classic takes, and cites for call-local
+// what can be checked (an unmerged upstream branch), not an unconfirmed PR number.
+TEST(ReportHelp, ClassicListsEveryStrategyAndCallLocalCitesWhatCanBeChecked) {
+  const CliRun classic = Rerace("classic --help");
+  for (const char* s : {"random", "pct", "pos", "surw", "timed", "round-robin", "portfolio"})
+    EXPECT_TRUE(Has(classic.out, s)) << s << "\n" << classic.out;
+  const CliRun check = Rerace("check --help");
+  EXPECT_FALSE(Has(check.out, "11580")) << check.out;
+  EXPECT_TRUE(Has(check.out, "unmerged upstream Triton branch")) << check.out;
+  EXPECT_FALSE(Has(Slurp(Source("docs/MODEL.md")), "11580"));
+}
+
+}  // namespace
