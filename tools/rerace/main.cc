@@ -14,7 +14,9 @@ int main(int argc, char** argv) {
       "rerace: deterministic record-and-replay race simulator for multi-threaded, multi-GPU "
       "training code.\n"
       "Exit codes: 0 nothing found / fix holds, 1 failure found / fix fails, 64 usage, "
-      "65 bad input data, 66 missing input, 70 internal error, 74 cannot write output."};
+      "65 bad input data (a corrupt trace, a schedule that does not fit it, a tuner class rerace does "
+      "not model), 66 missing input, 70 internal error (a bug in rerace, never reported as a "
+      "failure found), 74 cannot write output."};
   app.name("rerace");
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("rerace ") + RERACE_VERSION);
