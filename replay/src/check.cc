@@ -53,8 +53,11 @@ BoundedVerdict CheckFixBounded(const Program& program, const ReplayOptions& opti
   b.naive = naive;
   Replayer rep(program, options);
   sim::Explorer e(naive ? sim::Explorer::Mode::kNaive : sim::Explorer::Mode::kDpor, bound, max_runs);
-  const sim::ExploreResult x =
-      e.Explore([&rep](sim::Strategy& s) { return rep.Run(s).failed(); });
+  const sim::ExploreResult x = e.Explore([&](sim::Strategy& s) {
+    const ReplayResult r = rep.Run(s);
+    if (options.detect_races) MergeRaces(b.verdict.races, r.races);
+    return Hits(r, options.target);
+  });
   b.verdict.explored = x.runs;
   b.exhausted = x.exhausted;
   b.pruned = x.pruned;
@@ -83,7 +86,8 @@ Verdict CheckFix(const Program& program, const ReplayOptions& options, uint64_t 
     }
     ReplayResult r = rep.Run(*strategy);
     ++v.explored;
-    if (r.failed()) {
+    if (options.detect_races) MergeRaces(v.races, r.races);
+    if (Hits(r, options.target)) {
       v.holds = false;
       v.counterexample = std::move(r);
       v.counterexample_seed = s;

@@ -373,6 +373,22 @@ void PythonWorld::Finalize(ReplayResult& r) {
   r.makespan = r.run.makespan;
 }
 
+std::string EngineSummaryOf(const std::string& info_json) {
+  const nlohmann::json j = nlohmann::json::parse(info_json, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return "python";
+  std::vector<std::string> patches;
+  if (j.contains("patches") && j["patches"].is_array())
+    for (const auto& p : j["patches"]) {
+      std::string f = p.value("file", std::string("?"));
+      patches.push_back(f.substr(f.rfind('/') + 1));
+    }
+  std::string py = j.value("python", std::string("?"));
+  py = py.substr(0, py.rfind('.'));  // major.minor: the switch rules' version
+  return fmt::format("python: CPython {} ({}), Triton {}, patches {}", py,
+                     j.value("mode", std::string("gil")), j.value("triton", std::string("?")),
+                     patches.empty() ? std::string("none") : fmt::format("{}", fmt::join(patches, " ")));
+}
+
 }  // namespace rerace::replay::detail
 
 namespace rerace::replay {

@@ -64,6 +64,9 @@ class PythonProcess {
   std::string info_;
 };
 
+// One line naming the interpreter, mode, Triton and patches of an engine's ready report.
+std::string EngineSummaryOf(const std::string& info_json);
+
 // The program as JSON for the engine (threads with their operations, the recorded calls).
 std::string ProgramJson(const Program& p);
 

@@ -3,6 +3,7 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <exception>
 #include <string>
 
 #include "commands.h"
@@ -13,7 +14,9 @@ int main(int argc, char** argv) {
       "rerace: deterministic record-and-replay race simulator for multi-threaded, multi-GPU "
       "training code.\n"
       "Exit codes: 0 nothing found / fix holds, 1 failure found / fix fails, 64 usage, "
-      "65 bad input data, 66 missing input, 70 internal error, 74 cannot write output."};
+      "65 bad input data (a corrupt trace, a schedule that does not fit it, a tuner class rerace does "
+      "not model), 66 missing input, 70 internal error (a bug in rerace, never reported as a "
+      "failure found), 74 cannot write output."};
   app.name("rerace");
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("rerace ") + RERACE_VERSION);
@@ -35,5 +38,16 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "rerace: error: %s (run 'rerace --help')\n", e.what());
     return rerace::kExitUsage;
   }
-  return table.Run();
+  // A command reports its own errors (bad input, usage, output) with their codes; anything
+  // that escapes one is a bug in rerace: exit 70 with the message, never 1 (a race found).
+  try {
+    return table.Run();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "rerace: internal error: %s (a bug in rerace: please report it with the "
+                         "command)\n", e.what());
+    return rerace::kExitInternal;
+  } catch (...) {
+    std::fprintf(stderr, "rerace: internal error: an exception of unknown type (a bug in rerace)\n");
+    return rerace::kExitInternal;
+  }
 }
