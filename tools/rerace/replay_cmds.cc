@@ -775,6 +775,8 @@ struct CheckArgs {
   uint64_t runs = 3000;
   uint64_t seed = 1;
   std::string save;
+  CLI::Option* runs_opt = nullptr;
+  CLI::Option* max_runs_opt = nullptr;
 };
 
 int RunCheck(const CheckArgs& a) {
@@ -786,18 +788,22 @@ int RunCheck(const CheckArgs& a) {
   }
   std::optional<BoundedVerdict> bounded;
   Verdict v;
-  // Without --bound: DPOR at bound 1 within kAutoRuns runs, then the sampled schedules.
+  // Without --bound: DPOR at bound 1 within auto_runs runs, then the sampled schedules. The
+  // real code runs tens of schedules a second, not thousands: smaller budgets unless given.
   constexpr uint32_t kAutoBound = 1;
-  constexpr uint64_t kAutoRuns = 20'000;
+  const bool python = l->options.engine == "python";
+  const uint64_t auto_runs = python ? 200 : 20'000;
+  const uint64_t sampled_runs = python && a.runs_opt->count() == 0 ? 100 : a.runs;
+  const uint64_t auto_max = a.max_runs_opt->count() > 0 ? a.max_runs : auto_runs;
   const bool automatic = a.bound < 0;
   if (!automatic) {
     bounded = CheckFixBounded(l->program, l->options, static_cast<uint32_t>(a.bound), a.max_runs, a.naive);
     v = bounded->verdict;
   } else {
-    bounded = CheckFixBounded(l->program, l->options, kAutoBound, std::min(a.max_runs, kAutoRuns), false);
+    bounded = CheckFixBounded(l->program, l->options, kAutoBound, std::min(a.max_runs, auto_max), false);
     v = bounded->verdict;
     if (v.holds) {
-      v = CheckFix(l->program, l->options, a.runs, a.seed);
+      v = CheckFix(l->program, l->options, sampled_runs, a.seed);
       v.explored += bounded->verdict.explored;
       std::vector<sim::Race> all = bounded->verdict.races;
       MergeRaces(all, v.races);
@@ -872,12 +878,12 @@ int RunCheck(const CheckArgs& a) {
   } else {
     const std::string systematic = fmt::format(
         "{} with at most {} preemption{} ({} explored, {} pruned; {})",
-        a.naive ? "every interleaving a bounded depth-first search ran"
-                : "every interleaving that DPOR distinguishes",
+        bounded->naive ? "every interleaving a bounded depth-first search ran"
+                       : "every interleaving that DPOR distinguishes",
         bounded->bound, bounded->bound == 1 ? "" : "s", bounded->verdict.explored, bounded->pruned,
         bounded->exhausted ? "search exhausted"
                            : fmt::format("stopped at the budget of {} runs{}",
-                                         automatic ? std::min(a.max_runs, kAutoRuns) : a.max_runs,
+                                         automatic ? std::min(a.max_runs, auto_max) : a.max_runs,
                                          automatic ? "" : " (--max-runs)"));
     if (no_preemption) {
       std::printf("verdict: inconclusive: fix '%s' did not fail%s in %llu schedule(s) without "
@@ -892,8 +898,8 @@ int RunCheck(const CheckArgs& a) {
                                     "sampled after it: {} (random walk, PCT d=2 and d=3 over k={} "
                                     "steps, seeds {}..{}). Chosen without --bound: bound {}, "
                                     "{} sampled runs; --bound B --max-runs N explores further.\n",
-                                    a.c.fix, against, systematic, a.runs, v.pct_steps, a.seed,
-                                    a.seed + a.runs - 1, kAutoBound, a.runs))
+                                    a.c.fix, against, systematic, sampled_runs, v.pct_steps, a.seed,
+                                    a.seed + sampled_runs - 1, kAutoBound, sampled_runs))
                      .c_str(),
                  stdout);
     }
@@ -966,9 +972,9 @@ void RegisterReplayCommands(CLI::App& app, CommandTable& table) {
                "explored; and the fix's cost in simulated step time (exit 1 when it fails)\n"
                "Named fixes:\n" + DescribeFixes());
   c->add_option("trace", ca->trace, "Trace file")->required();
-  c->add_option("--runs", ca->runs,
+  ca->runs_opt = c->add_option("--runs", ca->runs,
                  "Without --bound: schedules sampled after DPOR at bound 1 (random walk, PCT d=2, "
-                 "PCT d=3 in turn)")
+                 "PCT d=3 in turn); with --engine python 100 unless given")
       ->default_val(3000);
   c->add_option("--seed", ca->seed, "First seed")->default_val(1);
   auto* bound = c->add_option("--bound", ca->bound,
@@ -979,7 +985,9 @@ void RegisterReplayCommands(CLI::App& app, CommandTable& table) {
       ->check(CLI::Range(0, 100));
   c->add_flag("--naive", ca->naive, "With --bound: a plain bounded depth-first search (no reduction)")
       ->needs(bound);
-  c->add_option("--max-runs", ca->max_runs, "Stop the systematic search after this many runs")
+  ca->max_runs_opt = c->add_option("--max-runs", ca->max_runs,
+                                   "Stop the systematic search after this many runs (without "
+                                   "--bound: 20000, with --engine python 200, unless given)")
       ->default_val(200000);
   c->add_option("--save-schedule", ca->save, "Save the counterexample's schedule here");
   c->add_option("--perfetto", ca->perfetto, "Write the counterexample as a Perfetto timeline");

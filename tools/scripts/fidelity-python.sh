@@ -2,26 +2,31 @@
 # The real-code engine's verdicts on the H200 recordings of the brief's experiment, beside
 # what the H200 did (docs/h200-patched-2026-12-03.log): one row per variant, GIL mode with the
 # recording's interpreter version (CPython 3.12) and free-threaded, and the C++ model's.
+# Each engine check: bounded search at bound 1 (MAX_RUNS runs), then MAX_RUNS sampled schedules.
 # Usage: tools/scripts/fidelity-python.sh [RERACE] [PYTHON] [MAX_RUNS]
 set -uo pipefail
 rerace=${1:-build/bin/rerace}
 py=${2:-build/py/venv312/bin/python}
 runs=${3:-100}
 s=traces/samples
-verdict() {  # prints "holds (N)" or "FAILS: code (N)" from a check's output
-  awk '/^verdict: .* holds/ { match($0, /\(([0-9]+) explored/, m); print "holds (" m[1] " schedules)"; exit }
-       /^verdict: .* FAILS/ { match($0, /after ([0-9]+) schedules/, m); n = m[1] }
-       /^FAILED: / { print "FAILS: " $2 " (schedule " n ")"; exit }'
+verdict() {  # "holds (N explored)" or "FAILS after N: code type" from a check's output
+  local out; out=$(cat)
+  if grep -q '^verdict: .* holds' <<<"$out"; then
+    echo "holds ($(grep -o '([0-9,]* explored' <<<"$out" | head -1 | tr -d '(') bounded, then sampled)"
+  elif grep -q '^verdict: .* FAILS' <<<"$out"; then
+    echo "FAILS after $(grep -o 'after [0-9,]* schedules' <<<"$out" | head -1 | cut -d' ' -f2): $(grep -m1 '^FAILED: ' <<<"$out" | cut -d' ' -f2) $(grep -m1 -oE '^  [A-Za-z]+Error' <<<"$out" | tr -d ' ')"
+  else
+    echo "refused: $(grep -m1 'error' <<<"$out" | cut -c1-60)"
+  fi
 }
 printf '| variant | trace | real (H200, 8 trials) | GIL (%s) | free-threaded | C++ model |\n|---|---|---|---|---|---|\n' \
   "$("$py" -c 'import sys; print("CPython %d.%d" % sys.version_info[:2])')"
 row() {  # row NAME TRACE REAL ARGS...
   local name=$1 trace=$2 real=$3; shift 3
   local gil free model
-  gil=$("$rerace" check "$trace" --engine python --python-exe "$py" --python gil --bound 1 --max-runs "$runs" "$@" 2>/dev/null | verdict)
-  free=$("$rerace" check "$trace" --engine python --python-exe "$py" --python free-threaded --bound 1 --max-runs "$runs" "$@" 2>/dev/null | verdict)
-  model=$("$rerace" check "$trace" --bound 1 --max-runs "$runs" --model triton "$@" 2>&1 | verdict)
-  [ -n "$model" ] || model="refused (patched recording)"
+  gil=$("$rerace" check "$trace" --engine python --python-exe "$py" --python gil --max-runs "$runs" --runs "$runs" "$@" 2>&1 | verdict)
+  free=$("$rerace" check "$trace" --engine python --python-exe "$py" --python free-threaded --max-runs "$runs" --runs "$runs" "$@" 2>&1 | verdict)
+  model=$("$rerace" check "$trace" --model triton "$@" 2>&1 | verdict)
   printf '| %s | `%s` | %s | %s | %s | %s |\n' "$name" "$(basename "$trace")" "$real" "$gil" "$free" "$model"
 }
 row none $s/triton-none-h200.rrt "8 of 8 failed (KeyError, 7 of 8 threads)"
