@@ -252,7 +252,11 @@ std::string Ms(Nanos ns) { return fmt::format("{:.3f} ms", static_cast<double>(n
 
 std::string FormatReport(const ReplayResult& r, const Program& p, const std::string& replay_hint) {
   std::string out;
-  out += fmt::format("replay of {} (model {}, fix {}, strategy {})\n", p.source, r.model, r.fix,
+  if (r.engine.rfind("python", 0) == 0)
+    out += fmt::format("replay of {} (engine {}; fix {}, strategy {})\n", p.source, r.engine, r.fix,
+                       r.strategy);
+  else
+    out += fmt::format("replay of {} (model {}, fix {}, strategy {})\n", p.source, r.model, r.fix,
                      r.strategy);
   if (r.findings.empty()) {
     out += "ok: no failure in this schedule\n";

@@ -32,6 +32,7 @@ import threading
 R, W, Y = "r", "w", "y"
 
 _local = threading.local()
+_REINSTALL = sys.version_info >= (3, 12)
 _DEBUG = bool(os.environ.get("RERACE_ENGINE_DEBUG"))
 
 
@@ -42,7 +43,7 @@ def current():
 
 class ThreadState:
     __slots__ = ("tid", "name", "baton", "value", "opportunity", "quiet", "call", "bench", "seen",
-                 "pending_call")
+                 "pending_call", "muted")
 
     def __init__(self, tid, name):
         self.tid = tid
@@ -56,6 +57,22 @@ class ThreadState:
         self.bench = None        # (tuner, config index) while do_bench runs a config
         self.seen = set()        # silent findings already reported (the first of each kind)
         self.pending_call = None  # the frame of a CALL whose callee the tracer has not seen
+        self.muted = []           # frames whose opcode events are off until the next point
+
+    def new_step(self):
+        """At a scheduling point: no hand-over place passed yet; the tracer looks again."""
+        self.opportunity = False
+        self.pending_call = None
+        if self.muted:
+            for f in self.muted:
+                f.f_trace_opcodes = True
+            self.muted.clear()
+            if _REINSTALL:
+                # 3.12+: settrace runs on sys.monitoring; a frame's opcode events come back only
+                # once the tracer is installed again (docs/GIL.md).
+                t = sys.gettrace()
+                if t is not None:
+                    sys.settrace(t)
 
 
 def _clean(text):
@@ -136,7 +153,7 @@ class Run:
             if kind == W:
                 self.last_write[obj] = (ts.tid, self.step)
             return  # part of the thread's current atomic step
-        ts.opportunity = False
+        ts.new_step()
         self.send("p", kind, obj, label)
         self.wait_turn(ts)
         if kind == W:
@@ -147,7 +164,7 @@ class Run:
         ts = current()
         self.send(op, *fields)
         v = self.wait_turn(ts)
-        ts.opportunity = False
+        ts.new_step()
         return v
 
     def advance(self, ns):
@@ -211,7 +228,16 @@ class Quiet:
 
 # ---- GIL opportunities: where the running interpreter could switch threads ----
 
-_ours = os.path.dirname(os.path.abspath(__file__))
+_ours = os.path.dirname(os.path.realpath(__file__))
+_ours_cache = {}
+
+
+def is_ours(filename):
+    """Is `filename` rerace's own engine code (however the path that imported it is spelled)?"""
+    r = _ours_cache.get(filename)
+    if r is None:
+        r = _ours_cache[filename] = os.path.realpath(filename).startswith(_ours + os.sep)
+    return r
 
 
 _CALL_OPS = frozenset([
@@ -225,8 +251,10 @@ class Tracer:
     `watched(filename)` says which code runs with per-instruction events (the tuner's module,
     FLA's, the user's patches): there each instruction is checked against the version's rules.
     Elsewhere only function entry (an eval-breaker check in every supported version) counts.
-    Execution counts per instruction decide whether an instruction is still unspecialized
-    (counts are per process, as CPython's specialization lives in the shared code object).
+    Execution counts per C-call site decide whether the call is still unspecialized (counts
+    are per process, as CPython's specialization lives in the shared code object; a serial
+    prewarm counts too). Once a step has passed a hand-over place nothing else in it matters:
+    its frames' opcode events are switched off until the next point (ThreadState.new_step).
 
     A CALL whose callee reports neither a Python 'call' nor a 'c_call' event is a class
     (``dict(...)``, ``zip(...)``): the next instruction of that frame counts it as a call after
@@ -262,47 +290,47 @@ class Tracer:
 
     def global_trace(self, frame, event, arg):
         code = frame.f_code
-        if code.co_filename.startswith(_ours):
+        if is_ours(code.co_filename):
             return None
         ts = current()
-        if ts is None:
+        if ts is None or ts.quiet:
             return None
-        if not ts.quiet:
-            ts.pending_call = None
-            if self.rules.at_entry(code):
-                ts.opportunity = True
+        ts.pending_call = None
+        if self.rules.at_entry(code):
+            ts.opportunity = True
         if self._is_watched(code.co_filename):
             frame.f_trace = self.local_trace
             frame.f_trace_lines = False
-            frame.f_trace_opcodes = True
+            if ts.opportunity:
+                # Nothing in this step can matter any more: look again at the next point.
+                frame.f_trace_opcodes = False
+                ts.muted.append(frame)
+            else:
+                frame.f_trace_opcodes = True
             if self._reinstall:
                 sys.settrace(self.global_trace)
             return self.local_trace
         return None
 
     def local_trace(self, frame, event, arg):
-        # Counts every execution (a serial prewarm warms the code too); marks opportunities
-        # only for logical threads outside rerace's own code.
         if event != "opcode":
             return self.local_trace
         ts = current()
-        if ts is None:
+        if ts is None or ts.quiet:
             return self.local_trace
-        code = frame.f_code
-        off = frame.f_lasti
-        k = (code, off)
-        n = self.counts.get(k, 0) + 1
-        self.counts[k] = n
-        if ts.quiet:
-            return self.local_trace
-        if ts.pending_call is frame:
-            ts.pending_call = None
-            ts.opportunity = True
-        op = self._ops(code).get(off)
-        if op in _CALL_OPS:
-            ts.pending_call = frame
-        if not ts.opportunity and op is not None and self.rules.at_opcode(op, n > self.rules.warmup):
-            ts.opportunity = True
+        if not ts.opportunity:
+            if ts.pending_call is frame:
+                ts.pending_call = None
+                ts.opportunity = True
+            else:
+                op = self._ops(frame.f_code).get(frame.f_lasti)
+                if op in _CALL_OPS:
+                    ts.pending_call = frame
+                elif op is not None and self.rules.at_opcode(op, True):
+                    ts.opportunity = True
+        if ts.opportunity:
+            frame.f_trace_opcodes = False
+            ts.muted.append(frame)
         return self.local_trace
 
     def profile(self, frame, event, arg):
@@ -315,7 +343,7 @@ class Tracer:
         if event != "c_return" and event != "c_exception":
             return
         code = frame.f_code
-        if code.co_filename.startswith(_ours):
+        if is_ours(code.co_filename):
             return
         k = (code, frame.f_lasti, "c")
         n = self.counts.get(k, 0) + 1

@@ -77,8 +77,7 @@ def _silent(code, words, where=None):
 def _where():
     import sys
     f = sys._getframe(2)
-    ours = __file__.rsplit("/", 1)[0]
-    while f is not None and f.f_code.co_filename.startswith(ours):
+    while f is not None and control.is_ours(f.f_code.co_filename):
         f = f.f_back
     if f is None:
         return ""

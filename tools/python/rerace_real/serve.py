@@ -243,7 +243,7 @@ def _classify(e, ts, run):
     tb = traceback.extract_tb(e.__traceback__)
     frame = None
     for fr in reversed(tb):
-        if not fr.filename.startswith(control._ours):
+        if not control.is_ours(fr.filename):
             frame = fr
             break
     where = "%s:%d in %s" % (_site_path(frame.filename), frame.lineno, frame.name) if frame else ""
@@ -267,7 +267,7 @@ def _classify(e, ts, run):
         out["words"] = "nargs is None while thread %d runs %s: thread %d set it to None at step %d" % (
             ts.tid, fn, other, step)
         out["other"], out["other_step"] = other, step
-    elif frame is None or frame.filename.startswith(control._ours):
+    elif frame is None or control.is_ours(frame.filename):
         out["code"] = "internal"
     return out
 

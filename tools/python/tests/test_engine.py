@@ -207,3 +207,81 @@ class ReplacedPartsTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class TracerTest(unittest.TestCase):
+    """GIL mode: the tracer marks a hand-over place where the running CPython has one (a
+    backward jump, a call that checks after it) and none in straight-line attribute code."""
+
+    def setUp(self):
+        from rerace_real import gil
+        self.rules = gil.rules_for(sys.version_info[:2])
+        self.tracer = control.Tracer(self.rules, lambda f: f == __file__)
+        self.ts = control.ThreadState(0, "t")
+        self.ts.baton.release()
+        control._local.ts = self.ts
+
+    def tearDown(self):
+        sys.settrace(None)
+        sys.setprofile(None)
+        control._local.ts = None
+
+    def run_traced(self, fn, *args):
+        self.ts.new_step()
+        sys.setprofile(self.tracer.profile)
+        sys.settrace(self.tracer.global_trace)
+        try:
+            fn(*args)
+        finally:
+            sys.settrace(None)
+            sys.setprofile(None)
+        return self.ts.opportunity
+
+    def test_straight_line_attribute_code_has_no_hand_over_place(self):
+        class O:
+            pass
+        o = O()
+
+        def body():
+            o.a = {"x": 1}
+            o.b = {**o.a}
+            o.c = o.b["x"]
+
+        body()  # warm
+        self.ts.opportunity = False
+        # The call of body itself is a function entry: start the step inside it.
+        calls = []
+
+        def probe():
+            self.ts.new_step()
+            o.a = {"x": 1}
+            o.b = {**o.a}
+            o.c = o.b["x"]
+            calls.append(self.ts.opportunity)
+
+        self.run_traced(probe)
+        self.assertEqual(calls, [False])
+
+    def test_a_loop_is_a_hand_over_place(self):
+        seen = []
+
+        def probe():
+            self.ts.new_step()
+            for i in range(3):
+                pass
+            seen.append(self.ts.opportunity)
+
+        self.run_traced(probe)
+        self.assertEqual(seen, [True])
+
+    def test_a_class_call_is_a_hand_over_place(self):
+        seen = []
+
+        def probe():
+            self.ts.new_step()
+            d = dict(a=1)
+            seen.append(self.ts.opportunity)
+            return d
+
+        self.run_traced(probe)
+        self.assertEqual(seen, [True])
