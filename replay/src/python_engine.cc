@@ -417,6 +417,7 @@ std::string DescribeEngine(const std::string& info_json) {
       "engine: the real tuner code: Python {}, Triton {} ({}); switch points: {}; replaced: {}",
       j.value("python", "?"), j.value("triton", "?"), file, j.value("rules", "?"),
       fmt::join(j.value("replaced", std::vector<std::string>{}), ", "));
+  for (const auto& t : j.value("tuners", std::vector<std::string>{})) out += "\ntuner " + t;
   if (j.value("python_differs", false))
     out += fmt::format(
         "\nNB: the step was recorded with Python {}; these switch points are those of the Python "

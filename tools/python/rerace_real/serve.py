@@ -225,14 +225,34 @@ class Setup:
                 raise SetupError(
                     "tuner class %s: the python engine builds triton.runtime.autotuner.Autotuner "
                     "tuners from a recording; %s is not one (use --engine model)" % (cls, cls))
-            tuner, positional = tuners.build(call, self.triton)
+            meta = (self.program.get("tuner_meta") or {}).get(str(tid))
+            tuner, why = tuners.imported_kernel(meta, self.autotuner.Autotuner)
+            keys = None
+            if tuner is not None:
+                config_names = set()
+                for c in tuner.configs:
+                    config_names |= set(c.kwargs)
+                positional = [a for a in tuner.arg_names if a not in config_names]
+                keys = list(tuner.keys)
+                source = "imported %s.%s" % (meta["kernel"]["module"], meta["kernel"]["qualname"])
+            else:
+                keys = (meta or {}).get("keys") or None
+                if keys and tuners.key_values(keys, call["arg_names"], call["key"]) is None:
+                    keys = None
+                tuner, positional = tuners.build(call, self.triton, keys=keys)
+                source = "built from the recording" + (
+                    " (key names %s from the probe)" % ", ".join(keys) if keys else
+                    " (the recorded key carried by an extra argument)")
+                if meta:
+                    source += "; not imported: " + why
+            self.info.setdefault("tuners", []).append("%s: %s" % (call["kernel"], source))
             short = "Autotuner(%s)" % call["kernel"]
             n = names.get(short, 0)
             names[short] = n + 1
             if n:
                 short += "#%d" % n
             tuners.track(tuner, short)
-            self.tuners[tid] = (tuner, positional)
+            self.tuners[tid] = (tuner, positional, keys)
 
 
 class SetupError(Exception):
@@ -293,10 +313,18 @@ def _acceptable(program, call):
 
 
 def _call_args(setup, call, tid):
-    tuner, positional = setup.tuners[call["tuner"]]
+    tuner, positional, keys = setup.tuners[call["tuner"]]
     args = {}
-    values = [call["key"]]
+    if keys:
+        known = tuners.key_values(keys, positional, call["key"]) or {}
+        values = []
+    else:
+        known = {}
+        values = [call["key"]]
     for name in positional:
+        if name in known:
+            values.append(known[name])
+            continue
         t = fakes.FakeTensor(tid, name)
         args[name] = t
         values.append(t)

@@ -217,28 +217,66 @@ def kernel_function(name, arg_names):
 KEY_ARG = "rerace_recorded_key"
 
 
-def build(call, triton):
+def build(call, triton, keys=None):
     """A triton.autotune tuner for recorded call `call` (a dict from the program).
 
-    The recording has the key's value but not always the names of the key's arguments: the
+    `keys`: the names of the key's arguments, when the probe recorded them. Without them the
     kernel gets one more argument, `rerace_recorded_key` (its first), that carries the recorded
-    key and is the tuner's key. Calls with equal recorded keys hit the same cache entry, as they did."""
+    key and is the tuner's key. Either way calls with equal recorded keys hit the same cache
+    entry, as they did. Returns the tuner and the names of the arguments a call passes."""
     configs = [parse_config(c, triton.Config) for c in call["configs"]]
     config_names = set()
     for c in configs:
         config_names |= set(c.kwargs)
     arg_names = list(call["arg_names"])
     positional = [a for a in arg_names if a not in config_names]
-    # The key first, then the arguments a call passes, then the configs' meta-parameters.
-    fn = kernel_function(call["kernel"], [KEY_ARG] + positional +
+    # (The key first,) then the arguments a call passes, then the configs' meta-parameters.
+    lead = [] if keys else [KEY_ARG]
+    fn = kernel_function(call["kernel"], lead + positional +
                          [a for a in arg_names if a in config_names])
     jit = triton.jit(fn)
     names = lambda idx: [arg_names[i] for i in idx if i < len(arg_names)]
     params = inspect.signature(triton.autotune).parameters
-    kw = {"configs": configs, "key": [KEY_ARG]}
+    kw = {"configs": configs, "key": list(keys) if keys else [KEY_ARG]}
     if "restore_value" in params:
         kw["restore_value"] = names(call["restore_value"]) or None
     if "reset_to_zero" in params:
         kw["reset_to_zero"] = names(call["reset_to_zero"]) or None
     tuner = triton.autotune(**kw)(jit)
     return tuner, positional
+
+
+def key_values(keys, arg_names, recorded_key):
+    """{name: value} of the key's arguments, from the recorded key's text
+    ("(1024, 'torch.float32', ...)": the key arguments' values, then the tensors' dtypes), or
+    None when it cannot be read."""
+    try:
+        parsed = ast.literal_eval(recorded_key)
+    except (ValueError, SyntaxError):
+        return None
+    if not isinstance(parsed, tuple):
+        return None
+    names = [k for k in keys if k in arg_names]
+    if len(parsed) < len(names):
+        return None
+    return dict(zip(names, parsed))
+
+
+def imported_kernel(meta, autotuner_cls):
+    """The kernel's real tuner object, when the recording names an importable one, else None
+    and why not."""
+    import importlib
+    k = (meta or {}).get("kernel") or {}
+    mod, qualname = k.get("module"), k.get("qualname") or ""
+    if not mod or mod == "__main__" or "<locals>" in qualname or not qualname:
+        return None, "defined in a script or a function, not importable"
+    try:
+        obj = importlib.import_module(mod)
+        for part in qualname.split("."):
+            obj = getattr(obj, part)
+    except Exception as e:  # noqa: BLE001 - any failure means: build it from the recording
+        return None, "%s.%s: %s: %s" % (mod, qualname, type(e).__name__, e)
+    # The probe names the kernel function; the module holds the tuner wrapping it.
+    if not isinstance(obj, autotuner_cls):
+        return None, "%s.%s is a %s, not a tuner" % (mod, qualname, type(obj).__name__)
+    return obj, ""

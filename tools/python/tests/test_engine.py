@@ -285,3 +285,45 @@ class TracerTest(unittest.TestCase):
 
         self.run_traced(probe)
         self.assertEqual(seen, [True])
+
+
+@unittest.skipIf(triton is None, SKIP)
+class WhereTunersComeFromTest(unittest.TestCase):
+    """A recording that names an importable kernel replays that kernel's real tuner object (its
+    configs, key, hooks); otherwise the tuner is built from the recording."""
+
+    def test_importable_kernel_is_the_real_object(self):
+        import json
+        import subprocess
+        import tempfile
+        d = tempfile.mkdtemp()
+        with open(os.path.join(d, "rr_test_kernels.py"), "w") as f:
+            f.write("import triton\nimport triton.language as tl\n"
+                    "@triton.autotune(configs=[triton.Config({'BLOCK': 16}), triton.Config({'BLOCK': 32})],"
+                    " key=['N'], restore_value=['y_ptr'])\n"
+                    "@triton.jit\n"
+                    "def kern(x_ptr, y_ptr, N, BLOCK: tl.constexpr):\n    pass\n")
+        call = dict(CALL, tuner=7, kernel="kern", key="(64, 'torch.float32', 'torch.float32')",
+                    configs=["BLOCK: 1, num_warps: 4, num_ctas: 1, num_stages: 3, maxnreg: None"],
+                    arg_names=["x_ptr", "y_ptr", "N", "BLOCK"], bench_ns=[5], bench_reps=[1])
+        meta = {"kernel": {"module": "rr_test_kernels", "qualname": "kern"}, "keys": ["N"]}
+        cfg = {"program": {"threads": [], "calls": [call], "tuner_meta": {"7": meta}}, "patches": []}
+        script = ("import json, sys\nfrom rerace_real import serve\n"
+                  "s = serve.Setup(json.loads(sys.argv[1]))\ns.start()\n"
+                  "import rr_test_kernels\nt = s.tuners[7][0]\n"
+                  "print(json.dumps({'same': t is rr_test_kernels.kern, 'tuners': s.info['tuners'],"
+                  " 'configs': len(t.configs), 'positional': s.tuners[7][1]}))\n")
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+            [d, os.path.join(os.path.dirname(__file__), "..")] + sys.path))
+        out = subprocess.run([sys.executable, "-c", script, json.dumps(cfg)], env=env,
+                             capture_output=True, text=True, timeout=120)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        got = json.loads(out.stdout.strip().splitlines()[-1])
+        self.assertTrue(got["same"])
+        self.assertEqual(got["configs"], 2)          # the module's configs, not the recording's
+        self.assertEqual(got["positional"], ["x_ptr", "y_ptr", "N"])
+        self.assertEqual(got["tuners"], ["kern: imported rr_test_kernels.kern"])
+
+    def test_key_values_come_from_the_recorded_key(self):
+        self.assertEqual(tuners.key_values(["N"], ["x", "N"], "(1024, 'torch.float32')"), {"N": 1024})
+        self.assertIsNone(tuners.key_values(["N"], ["x", "N"], "not a tuple"))
