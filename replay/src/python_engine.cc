@@ -418,6 +418,11 @@ std::string DescribeEngine(const std::string& info_json) {
       j.value("python", "?"), j.value("triton", "?"), file, j.value("rules", "?"),
       fmt::join(j.value("replaced", std::vector<std::string>{}), ", "));
   for (const auto& t : j.value("tuners", std::vector<std::string>{})) out += "\ntuner " + t;
+  if (j.value("triton_differs", false))
+    out += fmt::format("\nNB: the step was recorded with Triton {}; this replays Triton {} (put the "
+                       "recorded release first on PYTHONPATH to replay it)",
+                       fmt::join(j.value("recorded_triton", std::vector<std::string>{}), ", "),
+                       j.value("triton", std::string("?")));
   if (j.value("python_differs", false))
     out += fmt::format(
         "\nNB: the step was recorded with Python {}; these switch points are those of the Python "

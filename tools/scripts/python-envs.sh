@@ -23,9 +23,11 @@ venv() {  # venv DIR PYTHON
 }
 
 venv "$root/venv" "$base"
-# PyYAML: the nightly workflow's dry-run test reads docs/ci/nightly-fuzz.yml with it.
-"$root/venv/bin/python" -c 'import yaml' 2>/dev/null || pipq "$root/venv/bin/python" pyyaml ||
-  echo "python-envs: pyyaml not installed; the workflow test will skip"
+# PyYAML: the nightly workflow's dry-run test reads docs/ci/nightly-fuzz.yml with it; setuptools
+# and wheel: the packaging test builds `pip install .` offline with them.
+"$root/venv/bin/python" -c 'import yaml, wheel, setuptools' 2>/dev/null ||
+  pipq "$root/venv/bin/python" pyyaml wheel "setuptools>=61" ||
+  echo "python-envs: pyyaml/wheel/setuptools not installed; the workflow and packaging tests will skip"
 py312=""
 for c in python3.12 "$HOME/.pyenv/versions/3.12.1/bin/python3" /root/.pyenv/versions/3.12.*/bin/python3; do
   if command -v "$c" >/dev/null 2>&1 && "$c" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 12))' 2>/dev/null; then

@@ -131,6 +131,12 @@ class Setup:
         self.triton = triton
         self.autotuner = autotuner
         self.info["triton"] = getattr(triton, "__version__", "?")
+        recorded = sorted({m.get("triton") for m in (self.program.get("tuner_meta") or {}).values()
+                           if m.get("triton")})
+        if recorded:
+            self.info["recorded_triton"] = recorded
+            if recorded != [self.info["triton"]]:
+                self.info["triton_differs"] = True
         self.info["triton_file"] = autotuner.__file__
         self.info["replaced"] = fakes.install(triton)
         gil_enabled = getattr(sys, "_is_gil_enabled", lambda: True)()
