@@ -11,6 +11,7 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <ostream>
 #include <string>
 
 #include "rerace/replay/check.h"
@@ -193,6 +194,8 @@ struct Release {
   bool key_error;  // the post-hook raises KeyError: 'y_ptr' (3.4, 3.6); 3.8+ skip a missing copy
 };
 
+void PrintTo(const Release& r, std::ostream* os) { *os << "Triton " << r.triton; }
+
 class PythonEngineRelease : public ::testing::TestWithParam<Release> {};
 
 TEST_P(PythonEngineRelease, RaisesItsOwnFailure) {
@@ -224,8 +227,8 @@ TEST_P(PythonEngineRelease, RaisesItsOwnFailure) {
 INSTANTIATE_TEST_SUITE_P(Releases, PythonEngineRelease,
                          ::testing::Values(Release{"3.4.0", true}, Release{"3.6.0", true},
                                            Release{"3.8.0", false}, Release{"3.9.0", false}),
-                         [](const auto& info) {
-                           std::string n = std::string("Triton") + info.param.triton;
+                         [](const auto& param_info) {
+                           std::string n = std::string("Triton") + param_info.param.triton;
                            for (char& c : n)
                              if (c == '.') c = '_';
                            return n;
