@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <sys/stat.h>
+
 #include <cerrno>
 #include <charconv>
 #include <cstring>
@@ -116,6 +118,22 @@ Result<void> Schedule::Save(const std::string& path,
 }
 
 Result<Schedule> Schedule::Load(const std::string& path) {
+  // Only a regular file of plausible size is read: /dev/zero or a pipe would never end a line.
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    return Error{fmt::format("{}: cannot open the schedule: {}", path, std::strerror(errno)),
+                 kExitNoInput};
+  }
+  if (!S_ISREG(st.st_mode)) {
+    return Error{fmt::format("{}: not a regular file; expected a schedule file ('# rerace "
+                             "schedule' and a '{}:...' line)",
+                             path, kScheduleFormat),
+                 kExitNoInput};
+  }
+  if (static_cast<uint64_t>(st.st_size) > kMaxScheduleFileBytes) {
+    return Error{fmt::format("{}: a file of {} bytes; a schedule file is at most {} bytes", path,
+                             st.st_size, kMaxScheduleFileBytes)};
+  }
   std::ifstream f(path, std::ios::binary);
   if (!f) {
     return Error{fmt::format("{}: cannot open the schedule: {}", path, std::strerror(errno)),

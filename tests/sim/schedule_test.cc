@@ -83,6 +83,18 @@ TEST(Schedule, LoadNamesTheMissingFile) {
   EXPECT_EQ(s.error().exit_code, 66);
 }
 
+// A device or a folder never reaches getline (/dev/zero would be read for gigabytes).
+TEST(Schedule, LoadRefusesWhatIsNotARegularFile) {
+  for (const char* path : {"/dev/zero", "/dev/urandom", "/tmp"}) {
+    SCOPED_TRACE(path);
+    auto s = Schedule::Load(path);
+    ASSERT_FALSE(s.ok());
+    EXPECT_EQ(s.error().exit_code, 66);
+    EXPECT_NE(s.error().message.find(std::string(path) + ": not a regular file"), std::string::npos)
+        << s.error().message;
+  }
+}
+
 TEST(Schedule, LoadNamesTheLineOfABadSchedule) {
   const std::string path = ::testing::TempDir() + "/bad.sched";
   {

@@ -1,6 +1,10 @@
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <string>
@@ -146,6 +150,84 @@ TEST(Trace, MissingFileIsExit66) {
   ASSERT_FALSE(t.ok());
   EXPECT_EQ(t.error().exit_code, 66);
   EXPECT_NE(t.error().message.find("/no/such/trace.rrt: cannot open the trace"), std::string::npos);
+}
+
+// The memory the reader builds stays within its bound on real recordings, with room to spare:
+// docs/PERFORMANCE.md gives the figures (at most 9.4 bytes per byte of frame).
+TEST(TraceLimits, SamplesBuildAtMostTenBytesPerByteOfFile) {
+  for (const auto& e : std::filesystem::directory_iterator(SourceDir() + "/traces/samples")) {
+    if (e.path().extension() != ".rrt") continue;
+    SCOPED_TRACE(e.path().string());
+    auto t = ReadTrace(e.path().string());
+    ASSERT_TRUE(t.ok()) << t.error().message;
+    const auto size = std::filesystem::file_size(e.path());
+    EXPECT_GT(t->built_bytes, size);
+    EXPECT_LE(t->built_bytes, 10 * size);
+  }
+}
+
+TEST(TraceLimits, AbsoluteLimitStopsTheReadWithExit65) {
+  const auto bytes = SmallTrace();
+  ASSERT_TRUE(ParseTrace(bytes, "small").ok());
+  auto t = ParseTrace(bytes, "small", ReadLimits{1024});
+  ASSERT_FALSE(t.ok());
+  EXPECT_EQ(t.error().exit_code, 65);
+  EXPECT_NE(t.error().message.find("more than 0 MiB in memory, the limit; set RERACE_MAX_TRACE_MB"),
+            std::string::npos)
+      << t.error().message;
+}
+
+// What is not a trace file is refused before it is read: the magic first, only regular files,
+// only up to the limit.
+TEST(TraceLimits, ReadFileBytesRefusesWhatIsNotATraceFile) {
+  const std::string zeros = ::testing::TempDir() + "/zeros.rrt";
+  {
+    std::ofstream f(zeros, std::ios::binary);
+    f << std::string(4096, '\0');
+  }
+  const std::string big = ::testing::TempDir() + "/big.rrt";
+  {
+    std::ofstream f(big, std::ios::binary);
+    f << "RRTRACE\n" << std::string((2u << 20), 'x');
+  }
+  struct Case {
+    std::string path;
+    uint64_t limit;
+    int code;
+    std::string expected;
+  } cases[] = {
+      {"/dev/zero", kDefaultMaxTraceMemoryBytes, 66, "/dev/zero: not a regular file (a character device)"},
+      {"/dev/urandom", kDefaultMaxTraceMemoryBytes, 66, "not a regular file"},
+      {"/tmp", kDefaultMaxTraceMemoryBytes, 66, "/tmp: not a regular file (a directory)"},
+      {zeros, kDefaultMaxTraceMemoryBytes, 65, "byte 0: bad magic"},
+      {big, 1u << 20, 65, "a file of 2 MiB; this rerace reads traces of at most 1 MiB (set "
+                          "RERACE_MAX_TRACE_MB"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.path);
+    auto b = ReadFileBytes(c.path, ReadLimits{c.limit});
+    ASSERT_FALSE(b.ok());
+    EXPECT_EQ(b.error().exit_code, c.code);
+    EXPECT_NE(b.error().message.find(c.expected), std::string::npos) << b.error().message;
+  }
+  std::remove(zeros.c_str());
+  std::remove(big.c_str());
+}
+
+TEST(TraceLimits, EnvironmentRaisesTheLimit) {
+  ::setenv("RERACE_MAX_TRACE_MB", "8192", 1);
+  auto l = DefaultReadLimits();
+  ASSERT_TRUE(l.ok());
+  EXPECT_EQ(l->max_memory_bytes, 8192ull << 20);
+  for (const char* bad : {"-1", "0", "1e3", " 5", "lots", "18446744073709551616"}) {
+    SCOPED_TRACE(bad);
+    ::setenv("RERACE_MAX_TRACE_MB", bad, 1);
+    auto b = DefaultReadLimits();
+    ASSERT_FALSE(b.ok());
+    EXPECT_EQ(b.error().exit_code, 64);
+  }
+  ::unsetenv("RERACE_MAX_TRACE_MB");
+  EXPECT_EQ(DefaultReadLimits()->max_memory_bytes, kDefaultMaxTraceMemoryBytes);
 }
 
 TEST(Trace, FileWithoutFooterIsTruncatedNotBroken) {
