@@ -323,6 +323,49 @@ TEST(Synth, SameScenarioGivesTheSameBytes) {
   std::remove(b.c_str());
 }
 
+// Each parameter within its range is not enough: their product is what is allocated. And a
+// duration of 2^64-1 used to divide by zero (SIGFPE) in the synthetic durations.
+TEST(Synth, RejectsScenariosThatAskForTooMuch) {
+  struct Case {
+    const char* name;
+    void (*set)(Scenario&);
+    const char* expected;
+  } cases[] = {
+      {"bench-ns 2^64-1", [](Scenario& s) { s.bench_ns = ~0ull; }, "durations must be at most"},
+      {"kernel-ns 2^64-1", [](Scenario& s) { s.kernel_ns = ~0ull; }, "durations must be at most"},
+      {"other launches 2^32-1", [](Scenario& s) { s.other_launches = ~0u; },
+       "other launches must be at most 1000000"},
+      {"4096 threads x 10000 calls",
+       [](Scenario& s) {
+         s.threads = 4096;
+         s.calls_per_thread = 10000;
+       },
+       "events; at most 4000000"},
+      {"1024 configs x 10000 repetitions",
+       [](Scenario& s) {
+         s.configs = 1024;
+         s.repetitions = 10000;
+       },
+       "events; at most 4000000"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    Scenario s;
+    c.set(s);
+    auto r = ValidateScenario(s);
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.error().exit_code, 64);
+    EXPECT_NE(r.error().message.find(c.expected), std::string::npos) << r.error().message;
+  }
+  Scenario longest;
+  longest.bench_ns = longest.kernel_ns = kMaxSynthKernelNs;
+  const std::string path = ::testing::TempDir() + "/longest.rrt";
+  ASSERT_TRUE(Synthesize(longest, path).ok());
+  auto t = ReadTrace(path);
+  EXPECT_TRUE(t.ok()) << t.error().message;  // the reader's limits admit what synth may write
+  std::remove(path.c_str());
+}
+
 TEST(Synth, RejectsAScenarioNamingAnUnknownArgument) {
   Scenario s;
   s.restore_value = {"z_ptr"};

@@ -45,6 +45,20 @@ Result<void> ValidateScenario(const Scenario& s) {
     return bad("scenario: repetitions must be 1..10000");
   if (s.gpus == 0 || s.gpus > 1024) return bad("scenario: gpus must be 1..1024");
   if (s.bench_ns == 0 || s.kernel_ns == 0) return bad("scenario: durations must be positive");
+  if (s.bench_ns > kMaxSynthKernelNs || s.kernel_ns > kMaxSynthKernelNs)
+    return bad(fmt::format("scenario: durations must be at most {} ns (the reader refuses "
+                           "kernels of more than an hour)",
+                           kMaxSynthKernelNs));
+  if (s.other_launches > 1'000'000) return bad("scenario: other launches must be at most 1000000");
+  // The trace's size is the product of the parameters: bound it, not each alone.
+  const uint64_t per_call = static_cast<uint64_t>(s.configs) * (2 + 4ull * s.repetitions) + 4;
+  const uint64_t per_thread = 2ull * s.other_launches + s.calls_per_thread * per_call;
+  const uint64_t events = s.threads * per_thread;
+  if (events > kMaxSynthEvents)
+    return bad(fmt::format("scenario: {} threads x ({} other launches x 2 + {} calls x ({} configs "
+                           "x (2 + 4 x {} repetitions) + 4)) = {} events; at most {}",
+                           s.threads, s.other_launches, s.calls_per_thread, s.configs,
+                           s.repetitions, events, kMaxSynthEvents));
   for (const auto& n : s.restore_value)
     if (IndexOf(s.arg_names, n) < 0)
       return bad(fmt::format("scenario: restore_value names '{}', which is not an argument ({})",

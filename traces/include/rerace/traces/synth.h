@@ -41,6 +41,11 @@ struct Scenario {
   std::string tuner_class = "triton.runtime.autotuner.Autotuner";
 };
 
+// What one scenario may ask for: each parameter has its range, and their product (the events
+// written, each held in memory until written) is bounded too.
+inline constexpr uint64_t kMaxSynthEvents = 4'000'000;
+inline constexpr uint64_t kMaxSynthKernelNs = 1'000'000'000'000ull;  // 1000 s
+
 // Checks a scenario; the message names the offending field (exit 64).
 Result<void> ValidateScenario(const Scenario& s);
 Result<void> Synthesize(const Scenario& s, const std::string& path);
