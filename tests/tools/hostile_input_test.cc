@@ -76,5 +76,65 @@ TEST(HostileInput, DevicesAndFoldersAreRefusedBeforeReading) {
   }
 }
 
+// Numbers that used to wrap (-1 as 2^64-1), saturate, or mean something else; durations that
+// ran forever or nothing; shards with a sign or a space; fix descriptions that meant "none";
+// requests for memory. Each is exit 64 naming the flag and what it expects.
+TEST(HostileInput, FlagsThatWrapOrMeanNothingAreExit64) {
+  const std::string t = Sample();
+  struct Case {
+    std::string args;
+    std::string fragment;
+  } cases[] = {
+      {"replay " + t + " --seed -1", "--seed: '-1' is not a number in digits"},
+      {"replay " + t + " --seed 18446744073709551616", "--seed: '18446744073709551616' is out of range"},
+      {"replay " + t + " --seed ' 1'", "--seed: ' 1' is not a number"},
+      {"fuzz " + t + " --seed +1", "--seed: '+1' is not a number"},
+      {"check " + t + " --seed -1", "--seed: '-1'"},
+      {"fuzz " + t + " --runs -1", "--runs: '-1' is not a number"},
+      {"fuzz " + t + " --runs 0", "--runs: '0' is out of range"},
+      {"replay " + t + " --max-steps -1", "--max-steps: '-1'"},
+      {"replay " + t + " --max-steps 0", "--max-steps: '0' is out of range"},
+      {"replay " + t + " --reps -1", "--reps: '-1'"},
+      {"fuzz " + t + " --time nan", "--time: 'nan': no number"},
+      {"fuzz " + t + " --time ''", "--time: '': no number"},
+      {"fuzz " + t + " --time inf", "--time: 'inf': no number"},
+      {"fuzz " + t + " --time 1ms", "--time: '1ms': too short"},
+      {"fuzz " + t + " --time 1e9h", "--time: '1e9h': unknown unit 'e9h'"},
+      {"fuzz " + t + " --shard ' 1/2'", "--shard: ' 1/2': expected K/N"},
+      {"fuzz " + t + " --shard +1/2", "--shard: '+1/2': expected K/N"},
+      {"fuzz " + t + " --shard 2/2", "--shard: '2/2': expected K/N"},
+      {"fuzz " + t + " --shard auto/0", "--shard: 'auto/0'"},
+      {"show --raw-frame -2 " + t, "--raw-frame: '-2' is not a number"},
+      {"check " + t + " --runs 0 --max-runs 0", "--max-runs: '0' is out of range"},
+      {"check " + t + " --runs -1", "--runs: '-1'"},
+      {"replay " + t + " --strategy pct --pct-depth 4294967295", "--pct-depth: '4294967295' is out of range"},
+      {"fuzz " + t + " --strategy pct --pct-depth 0", "--pct-depth: '0' is out of range"},
+      {"synth -o /tmp/never.rrt --bench-ns 18446744073709551615", "durations must be at most"},
+      {"synth -o /tmp/never.rrt --kernel-ns 18446744073709551615", "durations must be at most"},
+      {"synth -o /tmp/never.rrt --threads 4096 --calls 10000", "events; at most 4000000"},
+      {"synth -o /tmp/never.rrt --other-launches 4294967295", "other launches must be at most"},
+      {"synth -o /tmp/never.rrt --threads -1", "--threads: '-1'"},
+      {"synth -o /tmp/never.rrt --seed -1", "--seed: '-1'"},
+      {"replay " + t + " --fix 'lock=run:'", "names no lock after ':'"},
+      {"replay " + t + " --fix ''", "empty fix"},
+      {"check " + t + " --fix 'local='", "local= names an empty field"},
+      {"check " + t + " --fix 'lock='", "lock= names an empty region"},
+      {"fuzz " + t + " --fix ';'", "an empty part"},
+      {"fuzz " + t + " --fix +", "an empty name"},
+      {"replay " + t + " --fix none+none", "'none' joined with other fixes"},
+      {"replay " + t + " --fix future=1", "'future' takes no value"},
+      {"replay " + t + " --fix per-thread=yes", "'per-thread' takes no value"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.args);
+    const CliRun r = RunRerace(c.args);
+    EXPECT_EQ(r.signal, 0) << r.out;
+    EXPECT_EQ(r.code, 64) << r.out;
+    EXPECT_EQ(r.out.rfind("rerace: error: ", 0), 0u) << r.out;
+    EXPECT_EQ(r.out.find('\n'), r.out.size() - 1) << r.out;
+    EXPECT_NE(r.out.find(c.fragment), std::string::npos) << r.out;
+  }
+}
+
 }  // namespace
 }  // namespace rerace

@@ -3,6 +3,7 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <limits>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -15,6 +16,7 @@
 #include <memory>
 
 #include "commands.h"
+#include "flags.h"
 #include "rerace/base/result.h"
 #include "rerace/replay/check.h"
 #include "rerace/replay/fix.h"
@@ -54,8 +56,11 @@ void AddCommon(CLI::App* sub, Common& c, bool with_strategy) {
   sub->add_option("--reps", c.reps,
                   "do_bench repetitions executed per config (0: as recorded); fewer steps, same "
                   "failures")
-      ->default_val(1);
-  sub->add_option("--max-steps", c.max_steps, "Step bound of one run")->default_val(2'000'000);
+      ->default_val(1)
+      ->check(flags::Count(0, 10000));
+  sub->add_option("--max-steps", c.max_steps, "Step bound of one run")
+      ->default_val(2'000'000)
+      ->check(flags::Count(1, flags::kMaxSteps));
   sub->add_flag("--json", c.json, "Print JSON instead of the text report");
   sub->add_flag("--races", c.races,
                 "Detect unordered conflicting accesses to the tuner's fields by happens-before, "
@@ -65,7 +70,9 @@ void AddCommon(CLI::App* sub, Common& c, bool with_strategy) {
                     "random, pct, pos, surw, timed, round-robin, or portfolio (random, PCT d=2, PCT "
                     "d=3, POS and SURW in turn by seed)")
         ->default_val("random");
-    sub->add_option("--pct-depth", c.strategy.pct_depth, "PCT bug depth d")->default_val(2);
+    sub->add_option("--pct-depth", c.strategy.pct_depth, "PCT bug depth d")
+        ->default_val(2)
+        ->check(flags::Count(1, sim::kMaxPctDepth));
   }
 }
 
@@ -203,26 +210,6 @@ struct FuzzArgs {
   std::string shard;  // "K/N" or "auto"
 };
 
-Result<double> ParseSeconds(const std::string& s) {
-  if (s.empty()) return 0.0;
-  size_t pos = 0;
-  double v = 0;
-  try {
-    v = std::stod(s, &pos);
-  } catch (...) {
-    pos = 0;
-  }
-  const std::string unit = s.substr(pos);
-  double mul = 0;
-  if (unit.empty() || unit == "s") mul = 1;
-  else if (unit == "ms") mul = 1e-3;
-  else if (unit == "m" || unit == "min") mul = 60;
-  else if (unit == "h") mul = 3600;
-  if (pos == 0 || mul == 0 || v <= 0)
-    return Error{fmt::format("--time '{}': expected a duration such as 90s, 10m or 1h", s), kExitUsage};
-  return v * mul;
-}
-
 struct Shard {
   uint64_t index = 0;
   uint64_t count = 1;
@@ -248,6 +235,9 @@ Result<Shard> ParseShard(const std::string& s) {
   const size_t slash = spec.find('/');
   try {
     if (slash == std::string::npos) throw 0;
+    if (!flags::CheckCount(spec.substr(0, slash), 0, flags::kMaxRuns).empty() ||
+        !flags::CheckCount(spec.substr(slash + 1), 1, flags::kMaxRuns).empty())
+      throw 0;
     size_t a = 0, b = 0;
     sh.index = std::stoull(spec.substr(0, slash), &a);
     sh.count = std::stoull(spec.substr(slash + 1), &b);
@@ -329,7 +319,7 @@ std::string FuzzJunit(const std::vector<FuzzTrace>& all) {
 namespace {
 
 int RunFuzz(const FuzzArgs& a) {
-  auto seconds = ParseSeconds(a.time);
+  auto seconds = a.time.empty() ? Result<double>(0.0) : flags::ParseDuration(a.time);
   if (!seconds) return ReportError(seconds.error());
   auto shard = ParseShard(a.shard);
   if (!shard) return ReportError(shard.error());
@@ -363,7 +353,7 @@ int RunFuzz(const FuzzArgs& a) {
     // Seeds: run i of this shard is global run shard.index + i * shard.count.
     for (uint64_t i = 0;; ++i) {
       if (*seconds > 0) {
-        if (elapsed() >= *seconds) break;
+        if (i > 0 && elapsed() >= *seconds) break;  // at least one run
       } else if (i >= a.runs) {
         break;
       }
@@ -593,7 +583,9 @@ void RegisterReplayCommands(CLI::App& app, CommandTable& table) {
       "replay", "Replay a trace once: under a seeded strategy, a saved schedule, or the recorded "
                 "interleaving (exit 1 when it fails)");
   r->add_option("trace", ra->trace, "Trace file")->required();
-  auto* seed = r->add_option("--seed", ra->seed, "Seed of the strategy")->default_val(1);
+  auto* seed = r->add_option("--seed", ra->seed, "Seed of the strategy")
+                   ->default_val(1)
+                   ->check(flags::Count(0, std::numeric_limits<uint64_t>::max()));
   auto* sched = r->add_option("--schedule", ra->schedule, "Replay a saved schedule (no seed needed)");
   auto* rec = r->add_flag("--recorded", ra->recorded,
                           "Replay the recorded interleaving: reproduce what happened on the GPU");
@@ -611,16 +603,22 @@ void RegisterReplayCommands(CLI::App& app, CommandTable& table) {
       "fuzz", "Replay traces under many seeds; report each distinct failure once, with its seed "
               "and schedule (exit 1 when any fails)");
   f->add_option("traces", fa->traces, "Trace files")->required();
-  auto* runs = f->add_option("--runs", fa->runs, "Runs per trace")->default_val(1000);
-  auto* time = f->add_option("--time", fa->time, "Time budget instead of --runs (90s, 10m, 1h)");
+  auto* runs = f->add_option("--runs", fa->runs, "Runs per trace")
+                   ->default_val(1000)
+                   ->check(flags::Count(1, flags::kMaxRuns));
+  auto* time = f->add_option("--time", fa->time, "Time budget instead of --runs (90s, 10m, 1h)")
+                   ->check(flags::Duration());
   runs->excludes(time);
-  f->add_option("--seed", fa->seed, "First seed; run i uses seed + i")->default_val(1);
+  f->add_option("--seed", fa->seed, "First seed; run i uses seed + i")
+      ->default_val(1)
+      ->check(flags::Count(0, std::numeric_limits<uint64_t>::max()));
   f->add_option("--save-failures", fa->save_dir, "Folder for one schedule file per distinct failure");
   f->add_option("--junit", fa->junit, "Write a JUnit XML report (one case per trace and fix, one per distinct failure)");
   f->add_option("--shard", fa->shard,
                 "Run only shard K of N (K/N): run i of the campaign belongs to shard i mod N, so N jobs "
                 "cover the seeds once. 'auto' reads K from JOB_COMPLETION_INDEX or SLURM_ARRAY_TASK_ID "
-                "and N from SLURM_ARRAY_TASK_COUNT or RERACE_SHARDS ('auto/N' gives N)");
+                "and N from SLURM_ARRAY_TASK_COUNT or RERACE_SHARDS ('auto/N' gives N)")
+      ->check(flags::ShardSpec());
   AddCommon(f, fa->c, true);
   table.Add(f, [fa] { return RunFuzz(*fa); });
 
@@ -633,8 +631,11 @@ void RegisterReplayCommands(CLI::App& app, CommandTable& table) {
   c->add_option("--runs", ca->runs,
                  "Without --bound: schedules sampled after DPOR at bound 1 (random walk, PCT d=2, "
                  "PCT d=3 in turn)")
-      ->default_val(3000);
-  c->add_option("--seed", ca->seed, "First seed")->default_val(1);
+      ->default_val(3000)
+      ->check(flags::Count(0, flags::kMaxRuns));
+  c->add_option("--seed", ca->seed, "First seed")
+      ->default_val(1)
+      ->check(flags::Count(0, std::numeric_limits<uint64_t>::max()));
   c->add_option("--bound", ca->bound,
                 "Explore systematically every interleaving with at most B preemptions that DPOR "
                 "(source sets, sleep sets) distinguishes; without it, DPOR at bound 1 (at most "
@@ -642,7 +643,8 @@ void RegisterReplayCommands(CLI::App& app, CommandTable& table) {
       ->check(CLI::Range(0, 100));
   c->add_flag("--naive", ca->naive, "With --bound: a plain bounded depth-first search (no reduction)");
   c->add_option("--max-runs", ca->max_runs, "Stop the systematic search after this many runs")
-      ->default_val(200000);
+      ->default_val(200000)
+      ->check(flags::Count(1, flags::kMaxRuns));
   c->add_option("--save-schedule", ca->save, "Save the counterexample's schedule here");
   c->add_option("--perfetto", ca->perfetto, "Write the counterexample as a Perfetto timeline");
   AddCommon(c, ca->c, false);
