@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -134,6 +136,37 @@ TEST(HostileInput, FlagsThatWrapOrMeanNothingAreExit64) {
     EXPECT_EQ(r.out.find('\n'), r.out.size() - 1) << r.out;
     EXPECT_NE(r.out.find(c.fragment), std::string::npos) << r.out;
   }
+}
+
+// A recording cut short (85 of its 1,765 events): every command says so on its first line;
+// check gives no verdict on it without --allow-truncated, and with it says what it covers.
+TEST(HostileInput, TruncatedTraceIsSaidFirstAndCheckRefusesIt) {
+  const std::string cut = ::testing::TempDir() + "/hostile-cut.rrt";
+  {
+    std::ifstream in(SourcePath("traces/samples/native-none-h200.rrt"), std::ios::binary);
+    std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    ASSERT_GT(bytes.size(), 40000u);
+    std::ofstream(cut, std::ios::binary) << bytes.substr(0, 40000);
+  }
+  const std::string first = "warning: TRUNCATED trace " + cut + ": truncated after 85 events";
+  for (const std::string& cmd :
+       {"show " + cut, "replay " + cut, "fuzz " + cut + " --runs 2",
+        "check " + cut + " --runs 2 --max-runs 5 --allow-truncated"}) {
+    SCOPED_TRACE(cmd);
+    const CliRun r = RunRerace(cmd);
+    EXPECT_EQ(r.signal, 0);
+    EXPECT_EQ(r.out.rfind(first, 0), 0u) << r.out;
+  }
+  const CliRun json = RunRerace("fuzz " + cut + " --runs 2 --json", "", "2>&1 >/dev/null");
+  EXPECT_EQ(json.out.rfind(first, 0), 0u) << json.out;  // on stderr, the JSON stays JSON
+  const CliRun refused = RunRerace("check " + cut + " --runs 2");
+  ExpectOneLineError(refused, 65, "truncated after 85 events");
+  EXPECT_NE(refused.out.find("pass --allow-truncated"), std::string::npos);
+  const CliRun allowed = RunRerace("check " + cut + " --runs 2 --max-runs 5 --allow-truncated");
+  EXPECT_NE(allowed.out.find("covers only the 85 events recorded before the cut"),
+            std::string::npos)
+      << allowed.out;
+  std::remove(cut.c_str());
 }
 
 }  // namespace

@@ -126,6 +126,9 @@ struct ExportArgs {
 int RunExport(const ExportArgs& a) {
   auto t = traces::ReadTrace(a.trace);
   if (!t) return ReportError(t.error());
+  if (t->truncated)
+    std::fprintf(stderr, "warning: TRUNCATED trace %s: %s; the timeline ends at the cut\n",
+                 a.trace.c_str(), t->truncation.c_str());
   const std::string json = replay::TraceTimeline(*t);
   if (auto w = WriteFile(a.output, json); !w) return ReportError(w.error());
   std::fprintf(stderr, "rerace: wrote %s (%zu bytes): open it in ui.perfetto.dev or chrome://tracing\n",

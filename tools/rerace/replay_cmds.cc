@@ -81,9 +81,22 @@ struct Loaded {
   ReplayOptions options;
 };
 
-Result<Loaded> Load(const std::string& path, const Common& c) {
+// A truncated trace is said on the first line of what a command prints (on stderr under
+// --json): what follows covers only the events recorded before the cut. `check` refuses one
+// unless told otherwise (`refuse_truncated`).
+Result<Loaded> Load(const std::string& path, const Common& c, bool refuse_truncated = false) {
   auto trace = traces::ReadTrace(path);
   if (!trace) return trace.error();
+  if (trace->truncated && refuse_truncated)
+    return Error{fmt::format("{}: {}; a verdict on part of a run is not a verdict on the run: "
+                             "pass --allow-truncated to check the {} events that are there",
+                             path, trace->truncation, trace->events.size()),
+                 kExitDataError};
+  if (trace->truncated)
+    std::fprintf(c.json ? stderr : stdout,
+                 "warning: TRUNCATED trace %s: %s; what follows covers only the %zu events "
+                 "recorded before the cut\n",
+                 path.c_str(), trace->truncation.c_str(), trace->events.size());
   auto program = BuildProgram(*trace, path);
   if (!program) return program.error();
   auto fix = ParseFix(c.fix);
@@ -463,10 +476,11 @@ struct CheckArgs {
   uint64_t runs = 3000;
   uint64_t seed = 1;
   std::string save;
+  bool allow_truncated = false;
 };
 
 int RunCheck(const CheckArgs& a) {
-  auto l = Load(a.trace, a.c);
+  auto l = Load(a.trace, a.c, !a.allow_truncated);
   if (!l) return ReportError(l.error());
   std::optional<BoundedVerdict> bounded;
   Verdict v;
@@ -485,6 +499,11 @@ int RunCheck(const CheckArgs& a) {
       v.explored += bounded->verdict.explored;
     }
   }
+  if (v.holds && v.explored == 0)
+    return ReportError({fmt::format("{}: no schedule was explored (--runs {}, --max-runs {}): "
+                                    "that is not a verdict; give at least one run",
+                                    a.trace, a.runs, a.max_runs),
+                        kExitUsage});
   std::string shrink_note;
   if (!v.holds) {
     Replayer rep(l->program, l->options);
@@ -641,6 +660,9 @@ void RegisterReplayCommands(CLI::App& app, CommandTable& table) {
                 "(source sets, sleep sets) distinguishes; without it, DPOR at bound 1 (at most "
                 "20000 runs) and then --runs sampled schedules")
       ->check(CLI::Range(0, 100));
+  c->add_flag("--allow-truncated", ca->allow_truncated,
+              "Check a truncated trace (no footer, or cut short): the verdict then covers only the "
+              "events recorded before the cut");
   c->add_flag("--naive", ca->naive, "With --bound: a plain bounded depth-first search (no reduction)");
   c->add_option("--max-runs", ca->max_runs, "Stop the systematic search after this many runs")
       ->default_val(200000)

@@ -140,6 +140,8 @@ int RunShow(const ShowArgs& a) {
   }
   auto t = ReadTrace(a.path);
   if (!t) return ReportError(t.error());
+  if (t->truncated)  // first, as in every command that reads a trace (the summary ends with it too)
+    std::printf("warning: TRUNCATED trace %s: %s\n", a.path.c_str(), t->truncation.c_str());
   std::fputs(Summarize(*t, a.path).c_str(), stdout);
   return kExitOk;
 }
