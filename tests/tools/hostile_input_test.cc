@@ -169,5 +169,45 @@ TEST(HostileInput, TruncatedTraceIsSaidFirstAndCheckRefusesIt) {
   std::remove(cut.c_str());
 }
 
+// Output lost to a full device is an error (74) with one line on stderr, whatever the command
+// found; a file that cannot be written whole is not left behind in part.
+TEST(HostileInput, OutputToAFullDeviceIsExit74) {
+  const std::string t = Sample();
+  const std::string json = ::testing::TempDir() + "/hostile-fuzz.json";
+  ASSERT_EQ(RunRerace("fuzz " + t + " --runs 3 --json", "", "> " + json).code, 1);
+  for (const std::string& cmd :
+       {"show " + t, "replay " + t, "replay " + t + " --seed 3", "check " + t + " --runs 3",
+        "fuzz " + t + " --runs 3 --json", "fuzz " + t + " --runs 3", "merge " + json,
+        "show --frames " + t, std::string("classic --list")}) {
+    SCOPED_TRACE(cmd);
+    const CliRun r = RunRerace(cmd, "", "2>&1 >/dev/full");
+    ExpectOneLineError(r, 74, "standard output: cannot write");
+  }
+  std::remove(json.c_str());
+}
+
+TEST(HostileInput, FailedWritesLeaveNoPartialFile) {
+  const std::string t = Sample();
+  const std::string dir = ::testing::TempDir() + "/hostile-partial";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  // A file size limit of one block (512 bytes or 1 KiB, as the shell counts): every one of these
+  // files is larger.
+  const struct {
+    std::string cmd, fragment;
+  } cases[] = {
+      {"export " + t + " -o " + dir + "/export.json", dir + "/export.json: cannot write"},
+      {"synth -o " + dir + "/synth.rrt --threads 64", dir + "/synth.rrt: write failed"},
+      {"replay " + t + " --seed 3 --perfetto " + dir + "/replay.json", dir + "/replay.json: cannot write"},
+      {"fuzz " + t + " --runs 40 --junit " + dir + "/junit.xml", dir + "/junit.xml: cannot write"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.cmd);
+    ExpectOneLineError(RunRerace(c.cmd, "ulimit -f 1;", "2>&1 >/dev/null"), 74, c.fragment);
+  }
+  EXPECT_TRUE(std::filesystem::is_empty(dir)) << "partial files left in " << dir;
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace rerace

@@ -2,10 +2,12 @@
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
+#include <csignal>
 #include <cstdio>
 #include <string>
 
 #include "commands.h"
+#include "output.h"
 #include "rerace/base/result.h"
 
 int main(int argc, char** argv) {
@@ -35,5 +37,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "rerace: error: %s (run 'rerace --help')\n", e.what());
     return rerace::kExitUsage;
   }
-  return table.Run();
+  // Output lost to a full disk or a file size limit must be noticed: SIGXFSZ would end the
+  // process by a signal (153) where rerace reports the failed write (74).
+  std::signal(SIGXFSZ, SIG_IGN);
+  return rerace::tools::FinishStdout(table.Run());
 }

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
+#include "output.h"
 #include "rerace/base/result.h"
 #include "rerace/replay/timeline.h"
 #include "rerace/traces/reader.h"
@@ -47,10 +48,7 @@ std::string Colour(const std::string& report) {
 }
 
 Result<void> WriteFile(const std::string& path, const std::string& text) {
-  FILE* f = std::fopen(path.c_str(), "w");
-  if (!f || std::fwrite(text.data(), 1, text.size(), f) != text.size() || std::fclose(f) != 0)
-    return Error{fmt::format("{}: cannot write: {}", path, std::strerror(errno)), kExitIoError};
-  return {};
+  return WriteFileAtomically(path, text);
 }
 
 namespace {

@@ -455,13 +455,8 @@ int RunFuzz(const FuzzArgs& a) {
   }
   const std::string shard_text = a.shard.empty() ? "" : fmt::format("{}/{}", shard->index, shard->count);
   if (a.c.json) std::printf("%s\n", FuzzJson(all, shard_text).c_str());
-  if (!a.junit.empty()) {
-    FILE* f = std::fopen(a.junit.c_str(), "w");
-    const std::string xml = FuzzJunit(all);
-    if (!f || std::fwrite(xml.data(), 1, xml.size(), f) != xml.size() || std::fclose(f) != 0)
-      return ReportError({fmt::format("{}: cannot write the JUnit report: {}", a.junit, std::strerror(errno)),
-                          kExitIoError});
-  }
+  if (!a.junit.empty())
+    if (auto w = WriteFile(a.junit, FuzzJunit(all)); !w) return ReportError(w.error());
   return any ? kExitFound : kExitOk;
 }
 

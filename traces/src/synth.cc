@@ -3,7 +3,12 @@
 
 #include <fmt/format.h>
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <functional>
 
 #include "rerace/traces/writer.h"
@@ -70,8 +75,34 @@ Result<void> ValidateScenario(const Scenario& s) {
   return {};
 }
 
+namespace {
+Result<void> WriteScenario(const Scenario& s, const std::string& path);
+}  // namespace
+
+// Written under a temporary name and renamed: a failed write leaves no partial trace behind.
 Result<void> Synthesize(const Scenario& s, const std::string& path) {
   if (auto v = ValidateScenario(s); !v) return v;
+  const std::string tmp = fmt::format("{}.tmp-{}", path, static_cast<long>(::getpid()));
+  auto named = [&](Error e) {
+    for (size_t at; (at = e.message.find(tmp)) != std::string::npos;)
+      e.message.replace(at, tmp.size(), path);
+    return e;
+  };
+  if (auto r = WriteScenario(s, tmp); !r) {
+    std::remove(tmp.c_str());
+    return named(r.error());
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    const int err = errno;
+    std::remove(tmp.c_str());
+    return Error{fmt::format("{}: cannot write the trace: {}", path, std::strerror(err)),
+                 kExitIoError};
+  }
+  return {};
+}
+
+namespace {
+Result<void> WriteScenario(const Scenario& s, const std::string& path) {
   Header h;
   h.recorder_version = "rerace-synth";
   h.host = "synthetic";
@@ -205,5 +236,6 @@ Result<void> Synthesize(const Scenario& s, const std::string& path) {
   for (uint32_t g = 0; g < s.gpus; ++g) f.end_clock_pairs.push_back({g, cpu, cpu});
   return tw.Finish(f);
 }
+}  // namespace
 
 }  // namespace rerace::traces
