@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "rerace/base/utf8.h"
 #include "rerace/testing/cli_run.h"
 
 namespace rerace {
@@ -207,6 +208,82 @@ TEST(HostileInput, FailedWritesLeaveNoPartialFile) {
   }
   EXPECT_TRUE(std::filesystem::is_empty(dir)) << "partial files left in " << dir;
   std::filesystem::remove_all(dir);
+}
+
+// Two traces with one file name in different folders: each one's saved schedules keep their
+// own names, and each printed replay line names a file saved from that trace.
+TEST(HostileInput, SaveFailuresKeepsTracesOfOneNameApart) {
+  const std::string dir = ::testing::TempDir() + "/hostile-stems";
+  std::filesystem::remove_all(dir);
+  for (const char* sub : {"/a", "/b", "/d"}) std::filesystem::create_directories(dir + sub);
+  std::filesystem::copy_file(Sample(), dir + "/a/x.rrt");
+  std::filesystem::copy_file(Sample(), dir + "/b/x.rrt");
+  const CliRun r = RunRerace("fuzz " + dir + "/a/x.rrt " + dir + "/b/x.rrt --runs 30 --save-failures " +
+                             dir + "/d");
+  ASSERT_EQ(r.code, 1) << r.out;
+  size_t lines = 0;
+  for (size_t at = 0; (at = r.out.find("--schedule ", at)) != std::string::npos; ++lines) {
+    at += 11;
+    const std::string file = r.out.substr(at, r.out.find('\n', at) - at);
+    const std::string trace = r.out.substr(r.out.rfind("rerace replay ", at) + 14);
+    std::ifstream in(file);
+    ASSERT_TRUE(in) << file;
+    std::string header((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    EXPECT_NE(header.find("# trace: " + trace.substr(0, trace.find(' '))), std::string::npos)
+        << file << " holds " << header;
+  }
+  EXPECT_GE(lines, 2u);
+  EXPECT_TRUE(std::filesystem::exists(dir + "/d/x.1-1.sched"));
+  EXPECT_TRUE(std::filesystem::exists(dir + "/d/x.2-1.sched"));
+  std::filesystem::remove_all(dir);
+}
+
+// A trace path or a fix that is not UTF-8 still gives valid JSON (merge reads it back) and
+// valid JUnit XML: the invalid bytes are replaced by U+FFFD.
+TEST(HostileInput, NonUtf8PathsAndFixesGiveValidJsonAndJunit) {
+  const std::string dir = ::testing::TempDir() + "/hostile-utf8";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const std::string odd = dir + "/trace-\xff\xfe.rrt";
+  std::filesystem::copy_file(Sample(), odd);
+  const std::string fix = "\"$(printf 'lock=run:L\\377')\"";
+  const CliRun json = RunRerace("fuzz '" + odd + "' --runs 5 --fix " + fix + " --json --junit " +
+                                    dir + "/junit.xml",
+                                "", "2>/dev/null > " + dir + "/out.json");
+  ASSERT_EQ(json.signal, 0);
+  ASSERT_TRUE(json.code == 0 || json.code == 1) << json.code;
+  for (const char* name : {"/out.json", "/junit.xml"}) {
+    SCOPED_TRACE(name);
+    std::ifstream in(dir + name, std::ios::binary);
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    ASSERT_FALSE(text.empty());
+    EXPECT_EQ(ValidUtf8(text), text);
+    EXPECT_NE(text.find("trace-\xEF\xBF\xBD\xEF\xBF\xBD.rrt"), std::string::npos) << text;
+    EXPECT_NE(text.find("lock=run:L\xEF\xBF\xBD"), std::string::npos) << text;
+  }
+  const CliRun merged = RunRerace("merge " + dir + "/out.json", "", "2>&1 >/dev/null");
+  EXPECT_EQ(merged.out, "");
+  EXPECT_TRUE(merged.code == 0 || merged.code == 1) << merged.code;
+  std::filesystem::remove_all(dir);
+}
+
+TEST(Utf8, InvalidBytesBecomeReplacementCharacters) {
+  const std::string r = "\xEF\xBF\xBD";
+  const struct {
+    std::string in, out;
+  } cases[] = {
+      {"plain", "plain"},
+      {"caf\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x98\x80", "caf\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x98\x80"},
+      {"a\xFF" "b", "a" + r + "b"},
+      {"\xC0\xAF", r + r},                 // overlong '/'
+      {"\xED\xA0\x80", r + r + r},         // a surrogate
+      {"\xF4\x90\x80\x80", r + r + r + r},  // above U+10FFFF
+      {"end\xE2\x82", "end" + r + r},       // cut short
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.in);
+    EXPECT_EQ(ValidUtf8(c.in), c.out);
+  }
 }
 
 }  // namespace

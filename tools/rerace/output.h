@@ -7,6 +7,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "rerace/base/result.h"
 
@@ -20,5 +21,9 @@ int FinishStdout(int code);
 // old file or the whole new one, never a part. On failure the temporary file is removed and the
 // error (exit 74) names `path`.
 Result<void> WriteFileAtomically(const std::string& path, const std::string& text);
+
+// File-name stems for the traces of one command, one per trace and all different: a/x.rrt and
+// b/x.rrt are "x.1" and "x.2" (their positions), a trace whose stem is unique keeps it ("x").
+std::vector<std::string> UniqueStems(const std::vector<std::string>& paths);
 
 }  // namespace rerace::tools

@@ -17,7 +17,9 @@
 
 #include "commands.h"
 #include "flags.h"
+#include "output.h"
 #include "rerace/base/result.h"
+#include "rerace/base/utf8.h"
 #include "rerace/replay/check.h"
 #include "rerace/replay/fix.h"
 #include "rerace/replay/program.h"
@@ -263,7 +265,8 @@ Result<Shard> ParseShard(const std::string& s) {
   return sh;
 }
 
-std::string XmlEscape(const std::string& s) {
+std::string XmlEscape(const std::string& raw) {
+  const std::string s = ValidUtf8(raw);  // the report says encoding="UTF-8"
   std::string out;
   for (char c : s) {
     switch (c) {
@@ -348,7 +351,9 @@ int RunFuzz(const FuzzArgs& a) {
   auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
   std::vector<FuzzTrace> all;
   bool any = false;
+  const std::vector<std::string> stems = UniqueStems(a.traces);
   for (const std::string& path : a.traces) {
+    const std::string& stem = stems[static_cast<size_t>(&path - a.traces.data())];
     auto l = Load(path, a.c);
     if (!l) return ReportError(l.error());
     Replayer rep(l->program, l->options);
@@ -408,7 +413,6 @@ int RunFuzz(const FuzzArgs& a) {
           x.words = f.words;
           x.silent = f.silent;
           if (!a.save_dir.empty()) {
-            const std::string stem = std::filesystem::path(path).stem().string();
             x.schedule_file = fmt::format("{}/{}-{}.sched", a.save_dir, stem, ft.failures.size() + 1);
             if (auto s = SaveSchedule(*keep, x.schedule_file, path, a.c, std::to_string(seed)); !s)
               return ReportError(s.error());
