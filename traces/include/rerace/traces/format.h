@@ -35,7 +35,7 @@ inline constexpr int kNestingLimit = 8;                    // the schema nests 3
 inline constexpr uint64_t kMaxBuiltBytesPerByte = 64;
 inline constexpr uint64_t kChunkBuildSlackBytes = 64u << 10;
 inline constexpr uint64_t kTraceBuildSlackBytes = 16u << 20;
-inline constexpr uint64_t kDefaultMaxTraceMemoryBytes = 2048ull << 20;
+inline constexpr uint64_t kDefaultMaxTraceMemoryBytes = 1024ull << 20;
 // Recorded values beyond these are corrupt, not slow kernels: a kernel or a benchmark timing of
 // more than an hour, a timing that is not a finite number >= 0.
 inline constexpr uint64_t kMaxKernelNs = 3'600'000'000'000ull;
