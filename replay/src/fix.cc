@@ -189,6 +189,21 @@ std::string DescribeFixes() {
 }
 
 Result<Fix> ParseFix(const std::string& text) {
+  // Messages quote the text: a control character in it (a newline) would break the one line.
+  for (size_t i = 0; i < text.size(); ++i) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c < 0x20 || c == 0x7f) {
+      std::string shown;
+      for (char ch : text) {
+        const auto u = static_cast<unsigned char>(ch);
+        shown += u < 0x20 || u == 0x7f ? fmt::format("\\x{:02x}", u) : std::string(1, ch);
+      }
+      return Error{fmt::format("fix '{}': control character \\x{:02x} at byte {}; expected a fix "
+                               "name or description in printable text",
+                               shown, c, i),
+                   kExitUsage};
+    }
+  }
   if (text.empty())
     return Error{fmt::format("empty fix: expected one of {} (joined with '+'), or a description "
                              "such as 'local=nargs;lock=hooks'",

@@ -58,8 +58,13 @@ Result<Schedule> Schedule::Parse(std::string_view line, std::string_view where) 
   }
   const std::string_view version = line.substr(0, colon);
   if (version != kScheduleFormat) {
+    std::string shown;  // quoted in a one-line message: no control characters
+    for (char ch : version.substr(0, 16)) {
+      const auto c = static_cast<unsigned char>(ch);
+      shown += c >= 0x20 && c < 0x7f ? std::string(1, ch) : fmt::format("\\x{:02x}", c);
+    }
     return Error{fmt::format("{}: schedule format '{}' is not supported: this rerace reads '{}'",
-                             where, version.substr(0, 16), kScheduleFormat)};
+                             where, shown, kScheduleFormat)};
   }
   Schedule s;
   std::string_view body = line.substr(colon + 1);
@@ -80,8 +85,11 @@ Result<Schedule> Schedule::Parse(std::string_view line, std::string_view where) 
     }
     if (pos < body.size()) {
       if (body[pos] != '.') {
-        return Error{fmt::format("{}: byte {}: expected '.' between steps, found '{}'", where,
-                                 colon + 1 + pos, body[pos])};
+        const auto c = static_cast<unsigned char>(body[pos]);
+        return Error{fmt::format("{}: byte {}: expected '.' between steps, found {}", where,
+                                 colon + 1 + pos,
+                                 c >= 0x20 && c < 0x7f ? fmt::format("'{}'", body[pos])
+                                                       : fmt::format("byte 0x{:02x}", c))};
       }
       ++pos;
       if (pos == body.size()) {

@@ -295,6 +295,7 @@ TEST(Fix, DescriptionsThatSayNothingAreUsageErrors) {
       {"local=nargs;local=cache", "'local' appears twice"},
       {"local=nargs,nargs", "field 'nargs' appears twice"},
       {"lock=run,run:G", "region 'run' is locked twice"},
+      {"call-lo\ncal", "fix 'call-lo\\x0acal': control character \\x0a at byte 7"},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.text);
