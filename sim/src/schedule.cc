@@ -7,6 +7,7 @@
 
 #include <cerrno>
 #include <charconv>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -109,19 +110,23 @@ Result<Schedule> Schedule::Parse(std::string_view line, std::string_view where) 
 
 Result<void> Schedule::Save(const std::string& path,
                             const std::vector<std::pair<std::string, std::string>>& meta) const {
-  std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  if (!f) {
-    return Error{fmt::format("{}: cannot write the schedule: {}", path, std::strerror(errno)),
+  // Written under a temporary name and renamed: a failed write leaves no partial schedule.
+  const std::string tmp = path + ".tmp";
+  auto fail = [&](int err) {
+    std::remove(tmp.c_str());
+    return Error{fmt::format("{}: cannot write the schedule: {}", path, std::strerror(err)),
                  kExitIoError};
+  };
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    if (!f) return fail(errno);
+    f << "# rerace schedule\n";
+    for (const auto& [k, v] : meta) f << "# " << k << ": " << v << '\n';
+    f << Encode() << '\n';
+    f.close();
+    if (!f) return fail(errno != 0 ? errno : EIO);
   }
-  f << "# rerace schedule\n";
-  for (const auto& [k, v] : meta) f << "# " << k << ": " << v << '\n';
-  f << Encode() << '\n';
-  f.flush();
-  if (!f) {
-    return Error{fmt::format("{}: cannot write the schedule: {}", path, std::strerror(errno)),
-                 kExitIoError};
-  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) return fail(errno);
   return {};
 }
 

@@ -192,8 +192,8 @@ TEST(HostileInput, FailedWritesLeaveNoPartialFile) {
   const std::string dir = ::testing::TempDir() + "/hostile-partial";
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
-  // A file size limit of one block (512 bytes or 1 KiB, as the shell counts): every one of these
-  // files is larger.
+  // A file size limit of zero: every write to a file fails (the files are created, then cannot
+  // grow), as on a full disk.
   const struct {
     std::string cmd, fragment;
   } cases[] = {
@@ -201,10 +201,12 @@ TEST(HostileInput, FailedWritesLeaveNoPartialFile) {
       {"synth -o " + dir + "/synth.rrt --threads 64", dir + "/synth.rrt: write failed"},
       {"replay " + t + " --seed 3 --perfetto " + dir + "/replay.json", dir + "/replay.json: cannot write"},
       {"fuzz " + t + " --runs 40 --junit " + dir + "/junit.xml", dir + "/junit.xml: cannot write"},
+      {"replay " + t + " --seed 3 --save-schedule " + dir + "/replay.sched",
+       dir + "/replay.sched: cannot write the schedule"},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.cmd);
-    ExpectOneLineError(RunRerace(c.cmd, "ulimit -f 1;", "2>&1 >/dev/null"), 74, c.fragment);
+    ExpectOneLineError(RunRerace(c.cmd, "ulimit -f 0;", "2>&1 >/dev/null"), 74, c.fragment);
   }
   EXPECT_TRUE(std::filesystem::is_empty(dir)) << "partial files left in " << dir;
   std::filesystem::remove_all(dir);
