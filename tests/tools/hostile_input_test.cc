@@ -114,7 +114,7 @@ TEST(HostileInput, FlagsThatWrapOrMeanNothingAreExit64) {
       {"fuzz " + t + " --strategy pct --pct-depth 0", "--pct-depth: '0' is out of range"},
       {"synth -o /tmp/never.rrt --bench-ns 18446744073709551615", "durations must be at most"},
       {"synth -o /tmp/never.rrt --kernel-ns 18446744073709551615", "durations must be at most"},
-      {"synth -o /tmp/never.rrt --threads 4096 --calls 10000", "events; at most 4000000"},
+      {"synth -o /tmp/never.rrt --threads 4096 --calls 10000", "events; at most 1000000"},
       {"synth -o /tmp/never.rrt --other-launches 4294967295", "other launches must be at most"},
       {"synth -o /tmp/never.rrt --threads -1", "--threads: '-1'"},
       {"synth -o /tmp/never.rrt --seed -1", "--seed: '-1'"},

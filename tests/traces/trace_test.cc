@@ -340,13 +340,13 @@ TEST(Synth, RejectsScenariosThatAskForTooMuch) {
          s.threads = 4096;
          s.calls_per_thread = 10000;
        },
-       "events; at most 4000000"},
+       "events; at most 1000000"},
       {"1024 configs x 10000 repetitions",
        [](Scenario& s) {
          s.configs = 1024;
          s.repetitions = 10000;
        },
-       "events; at most 4000000"},
+       "events; at most 1000000"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
