@@ -20,6 +20,7 @@
 #include <cstring>
 #include <fstream>
 #include <limits>
+#include <new>
 #include <optional>
 #include <unordered_map>
 #include <unordered_set>
@@ -628,8 +629,16 @@ class Parser {
 
 Result<Trace> ParseTrace(std::span<const uint8_t> bytes, std::string_view name,
                          const ReadLimits& limits) {
-  Parser p(bytes, name, limits);
-  return p.Run();
+  try {
+    Parser p(bytes, name, limits);
+    return p.Run();
+  } catch (const std::bad_alloc&) {
+    // Only under a limit raised past what this machine has (RERACE_MAX_TRACE_MB).
+    return Error{fmt::format("{}: out of memory while reading the trace (limit {} MiB); lower "
+                             "RERACE_MAX_TRACE_MB or use a machine with more memory",
+                             name, limits.max_memory_bytes >> 20),
+                 kExitDataError};
+  }
 }
 
 Result<ReadLimits> DefaultReadLimits() {
@@ -688,7 +697,15 @@ Result<std::vector<uint8_t>> ReadFileBytes(const std::string& path, const ReadLi
                              "(set RERACE_MAX_TRACE_MB to raise the limit)",
                              path, size >> 20, limits.max_memory_bytes >> 20),
                  kExitDataError};
-  std::vector<uint8_t> bytes(size);
+  std::vector<uint8_t> bytes;
+  try {
+    bytes.resize(size);
+  } catch (const std::bad_alloc&) {
+    return Error{fmt::format("{}: out of memory for a file of {} MiB (limit {} MiB); lower "
+                             "RERACE_MAX_TRACE_MB or use a machine with more memory",
+                             path, size >> 20, limits.max_memory_bytes >> 20),
+                 kExitDataError};
+  }
   uint64_t have = 0;
   while (have < size) {
     const ssize_t n = ::pread(fd, bytes.data() + have, size - have, static_cast<off_t>(have));
