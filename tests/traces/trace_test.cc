@@ -2,6 +2,7 @@
 
 #include <sys/stat.h>
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -163,6 +164,44 @@ TEST(TraceLimits, SamplesBuildAtMostTenBytesPerByteOfFile) {
     const auto size = std::filesystem::file_size(e.path());
     EXPECT_GT(t->built_bytes, size);
     EXPECT_LE(t->built_bytes, 10 * size);
+  }
+}
+
+// Recorded numbers that cannot be true are refused where they are read, with the event named:
+// replay would turn them into costs of 18446744071710 ms or overflow a product.
+TEST(TraceLimits, AbsurdRecordedValuesAreRefused) {
+  struct Case {
+    const char* name;
+    void (*edit)(TunerEvent&);
+    const char* expected;
+  } cases[] = {
+      {"NaN", [](TunerEvent& e) { e.timings_ms = {std::nan("")}; }, "benchmark timing nan ms"},
+      {"infinity", [](TunerEvent& e) { e.timings_ms = {1.0 / 0.0}; }, "benchmark timing inf ms"},
+      {"negative", [](TunerEvent& e) { e.timings_ms = {-1.0}; }, "benchmark timing -1 ms"},
+      {"four hours", [](TunerEvent& e) { e.timings_ms = {4 * 3'600'000.0}; }, "expected a finite"},
+      {"2^32-1 repetitions", [](TunerEvent& e) { e.repetitions = 4294967295u; },
+       "4294967295 benchmark repetitions; expected at most 1000000"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    const std::string path = ::testing::TempDir() + "/absurd.rrt";
+    {
+      auto w = TraceWriter::Create(path, Header{});
+      ASSERT_TRUE(w.ok());
+      const uint32_t t = (*w)->AddThread(1, "main");
+      TunerEvent te;
+      te.tuner_class = (*w)->String("c");
+      te.kernel = (*w)->String("k");
+      te.kind = TunerKind::kBenchEnd;
+      c.edit(te);
+      (*w)->AppendTuner(t, 1, te);
+      ASSERT_TRUE((*w)->Finish({}).ok());
+    }
+    auto r = ReadTrace(path);
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.error().exit_code, 65);
+    EXPECT_NE(r.error().message.find(c.expected), std::string::npos) << r.error().message;
+    std::remove(path.c_str());
   }
 }
 

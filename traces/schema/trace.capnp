@@ -171,7 +171,8 @@ struct TunerEvent {
   # benchEnd only:
   timingsMs @12 :List(Float64);  # do_bench quantiles: median, 20th, 80th percentile; each
                                  # must be finite, from 0 to 3,600,000 (an hour)
-  repetitions @13 :UInt32;       # how many times the config's kernel ran while benchmarked
+  repetitions @13 :UInt32;       # how many times the config's kernel ran while benchmarked;
+                                 # must be at most 1,000,000
   # error only:
   errorType @14 :Text;           # "KeyError"
   errorMessage @15 :Text;        # "'y_ptr'"

@@ -563,6 +563,9 @@ class Parser {
       out.timings_ms.push_back(d);
     }
     out.repetitions = t.getRepetitions();
+    if (out.repetitions > kMaxRepetitions)
+      Fail(fmt::format("event {}: {} benchmark repetitions; expected at most {}: a corrupt count",
+                       ev.seq, out.repetitions, kMaxRepetitions));
     out.error_type = Text(t.getErrorType());
     out.error_message = Text(t.getErrorMessage());
     out.error_where = Text(t.getErrorWhere());

@@ -40,6 +40,8 @@ inline constexpr uint64_t kDefaultMaxTraceMemoryBytes = 1024ull << 20;
 // more than an hour, a timing that is not a finite number >= 0.
 inline constexpr uint64_t kMaxKernelNs = 3'600'000'000'000ull;
 inline constexpr double kMaxTimingMs = 3'600'000.0;
+// do_bench's repetitions of one config: replay scales a timing by them (an hour x 1M fits 63 bits).
+inline constexpr uint32_t kMaxRepetitions = 1'000'000;
 
 // CRC-32C (Castagnoli) of a byte range, as stored in each frame header.
 uint32_t Crc32c(const void* data, size_t size, uint32_t crc = 0);
