@@ -8,6 +8,9 @@ JOBS    ?= $(shell nproc)
 WERROR  ?= OFF
 CUDA    ?= $(shell command -v nvcc >/dev/null 2>&1 && echo ON || echo OFF)
 CMAKE_FLAGS ?=
+# The Python environments of the real-code engine and its tests (tools/scripts/python-envs.sh).
+PY_ROOT := $(CURDIR)/build/py
+PY_FLAGS = -DRERACE_PY_ROOT=$(PY_ROOT)
 
 .PHONY: all deps build build-nocuda build-asan build-fuzz build-tsan test-tsan fuzz test test-nocuda test-sanitize demo bench clean
 
@@ -15,22 +18,23 @@ all: build
 
 deps:
 	@tools/scripts/install-deps.sh
+	@tools/scripts/python-envs.sh $(PY_ROOT)
 
 build: deps
 	cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRERACE_WERROR=$(WERROR) \
-	  -DRERACE_CUDA=$(CUDA) $(CMAKE_FLAGS)
+	  -DRERACE_CUDA=$(CUDA) $(PY_FLAGS) $(CMAKE_FLAGS)
 	cmake --build build -j $(JOBS)
 
 # The replay side without any CUDA, at -O0: what a nightly CI runner without CUDA builds.
 build-nocuda: deps
 	cmake -S . -B build-nocuda -G Ninja -DCMAKE_BUILD_TYPE=Debug -DRERACE_WERROR=$(WERROR) \
-	  -DRERACE_CUDA=OFF -DRERACE_BENCH=OFF $(CMAKE_FLAGS)
+	  -DRERACE_CUDA=OFF -DRERACE_BENCH=OFF $(PY_FLAGS) $(CMAKE_FLAGS)
 	cmake --build build-nocuda -j $(JOBS)
 
 build-asan: deps
 	cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS=-O1 \
 	  -DRERACE_WERROR=$(WERROR) -DRERACE_CUDA=OFF -DRERACE_BENCH=OFF \
-	  -DRERACE_SANITIZE=address,undefined $(CMAKE_FLAGS)
+	  -DRERACE_SANITIZE=address,undefined $(PY_FLAGS) $(CMAKE_FLAGS)
 	cmake --build build-asan -j $(JOBS)
 
 test: build build-nocuda

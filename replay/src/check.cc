@@ -16,12 +16,20 @@ void Costs(const Program& program, const ReplayOptions& options, Replayer& rep, 
   v.duplicates_fix = with_fix.duplicates;
   ReplayOptions none = options;
   none.fix = Fix{};
+  none.patches.clear();  // python engine: the stock code, as installed
   Replayer base(program, none);
   sim::Timed timed_none(0);
   const ReplayResult without = base.Run(timed_none);
   v.makespan_none = without.makespan;
   if (without.failed()) v.none_timed_failure = without.findings.front().code;
-  v.makespan_recorded = base.RunRecorded().makespan;
+  if (options.engine == "python") {
+    // The recorded order is followed by the model (the real code does not anchor to it).
+    ReplayOptions model = none;
+    model.engine = "model";
+    v.makespan_recorded = Replayer(program, model).RunRecorded().makespan;
+  } else {
+    v.makespan_recorded = base.RunRecorded().makespan;
+  }
 }
 }  // namespace
 
@@ -38,11 +46,18 @@ BoundedVerdict CheckFixBounded(const Program& program, const ReplayOptions& opti
                                uint32_t bound, uint64_t max_runs, bool naive) {
   BoundedVerdict b;
   b.bound = bound;
+  // The real code under the GIL: a step can hold several accesses (an atomic stretch between
+  // two places where the GIL can change hands) while DPOR sees only the first; the plain
+  // bounded search does not rely on what a step touches.
+  if (options.engine == "python" && options.python_mode != "free-threaded") naive = true;
   b.naive = naive;
   Replayer rep(program, options);
   sim::Explorer e(naive ? sim::Explorer::Mode::kNaive : sim::Explorer::Mode::kDpor, bound, max_runs);
-  const sim::ExploreResult x =
-      e.Explore([&rep](sim::Strategy& s) { return rep.Run(s).failed(); });
+  const sim::ExploreResult x = e.Explore([&](sim::Strategy& s) {
+    const ReplayResult r = rep.Run(s);
+    if (options.detect_races) MergeRaces(b.verdict.races, r.races);
+    return Hits(r, options.target);
+  });
   b.verdict.explored = x.runs;
   b.exhausted = x.exhausted;
   b.pruned = x.pruned;
@@ -71,7 +86,8 @@ Verdict CheckFix(const Program& program, const ReplayOptions& options, uint64_t 
     }
     ReplayResult r = rep.Run(*strategy);
     ++v.explored;
-    if (r.failed()) {
+    if (options.detect_races) MergeRaces(v.races, r.races);
+    if (Hits(r, options.target)) {
       v.holds = false;
       v.counterexample = std::move(r);
       v.counterexample_seed = s;

@@ -45,7 +45,8 @@ const Named kNamed[] = {
     {"none", "the autotuner as shipped (Triton 3.6)"},
     {"lock-run", "one global lock around Autotuner.run"},
     {"tls-nargs", "self.nargs thread-local, as proposed in triton-lang/triton issue 11494"},
-    {"call-local", "per-call state passed explicitly (nargs, restore_copies), as in Triton PR 11580"},
+    {"call-local", "per-call state passed explicitly (nargs, restore_copies), the design of an "
+                   "unmerged upstream Triton branch ('call-local'; no PR number confirmed)"},
     {"lock-key-future", "a lock plus a per-key future for cache population, as in Triton PR 8437"},
     {"per-thread-tuner", "each thread its own copy of the autotuner"},
     {"prewarm", "tune every key serially before the threads start"},

@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <map>
+#include <nlohmann/json.hpp>
+#include <set>
 #include <unordered_map>
 
 namespace rerace::replay {
@@ -56,6 +58,7 @@ Result<Program> BuildProgram(const Trace& trace, const std::string& source) {
         tp.transitions.push_back({te.kind, te.config, e.seq, te.field});
         if (te.kind == TunerKind::kCallBegin) {
           if (te.configs.empty()) return bad(e, "a tuner call with no configs");
+          if (!te.detail.empty() && te.detail.front() == '{') p.tuner_meta.try_emplace(te.tuner, te.detail);
           TunerCall c;
           c.tuner = te.tuner;
           c.tuner_class = trace.Str(te.tuner_class);
@@ -181,6 +184,40 @@ Result<Program> BuildProgram(const Trace& trace, const std::string& source) {
     }
   }
   return p;
+}
+
+std::vector<std::string> PatchedParts(const Program& p) {
+  auto stock = [](const std::string& module) {
+    return module.rfind("triton.", 0) == 0 || module.rfind("fla.", 0) == 0 ||
+           module == "rerace_probe" || module == "functools" || module == "builtins";
+  };
+  auto where = [](const nlohmann::json& f) {
+    std::string s = f.value("module", std::string("?")) + "." + f.value("qualname", std::string("?"));
+    if (f.contains("file") && f["file"].is_string())
+      s += fmt::format(" ({}:{})", f["file"].get<std::string>(), f.value("line", 0));
+    return s;
+  };
+  std::set<std::string> out;
+  for (const auto& [tuner, text] : p.tuner_meta) {
+    const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+    if (j.is_discarded() || !j.is_object()) continue;
+    for (const auto& [field, label] : {std::pair{"run", "run"}, std::pair{"autotuner_run", "Autotuner.run"},
+                                       std::pair{"bench", "_bench"}}) {
+      if (!j.contains(field) || !j[field].is_object()) continue;
+      const nlohmann::json& f = j[field];
+      const std::string module = f.value("module", std::string());
+      if (!module.empty() && !stock(module))
+        out.insert(fmt::format("{} resolved to {}", label, where(f)));
+    }
+    if (j.contains("fields") && j["fields"].is_object())
+      for (const auto& [field, d] : j["fields"].items()) {
+        if (!d.is_object()) continue;
+        std::string how = d.value("kind", std::string("descriptor"));
+        if (d.contains("fget") && d["fget"].is_object()) how += " " + where(d["fget"]);
+        out.insert(fmt::format("self.{} is a {}", field, how));
+      }
+  }
+  return {out.begin(), out.end()};
 }
 
 }  // namespace rerace::replay

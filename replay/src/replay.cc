@@ -6,8 +6,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
 #include <set>
 
+#include "python_engine.h"
 #include "rerace/sim/stack_pool.h"
 #include "world.h"
 
@@ -57,7 +59,24 @@ Replayer::Replayer(const Program& program, ReplayOptions options)
 
 Replayer::~Replayer() = default;
 
+Result<std::string> Replayer::StartEngine() {
+  if (options_.engine != "python") return std::string();
+  if (!py_) {
+    auto py = detail::PythonProcess::Start(program_, options_);
+    if (!py) return py.error();
+    py_ = std::move(*py);
+  }
+  return py_->info();
+}
+
+std::string Replayer::EngineSummary() {
+  if (options_.engine != "python") return "model";
+  auto info = StartEngine();
+  return info ? detail::EngineSummaryOf(*info) : std::string();
+}
+
 std::string Replayer::ModelName() const {
+  if (options_.engine == "python") return "python";
   if (options_.model != "auto") return options_.model;
   for (const std::string& c : program_.tuner_classes) {
     if (IsFla(c)) return "fla";
@@ -87,6 +106,24 @@ ReplayResult Replayer::RunWith(sim::Strategy& strategy, std::vector<uint64_t>* a
   sim::RaceDetector detector;
   if (options_.detect_races) so.races = &detector;
   sim::Scheduler sched(strategy, so, pool_.get());
+  if (options_.engine == "python") {
+    if (anchors != nullptr)
+      throw detail::EngineError("the python engine cannot follow the recorded order (--recorded): "
+                                "use --engine model");
+    if (auto started = StartEngine(); !started) throw detail::EngineError(started.error().message);
+    detail::PythonWorld world(sched, program_, *py_);
+    for (uint32_t t = 0; t < program_.threads.size(); ++t)
+      sched.Spawn(program_.threads[t].name, [&world, t] { world.RunThread(t); });
+    ReplayResult r;
+    r.strategy = strategy.Name();
+    r.fix = options_.fix.name;
+    r.model = ModelName();
+    r.engine = detail::EngineSummaryOf(py_->info());
+    r.run = sched.Run();
+    world.Finalize(r);
+    r.races = detector.races();
+    return r;
+  }
   detail::World world(sched, program_, options_, reps, ModelName(), anchors);
   for (uint32_t t = 0; t < program_.threads.size(); ++t)
     sched.Spawn(program_.threads[t].name, [&world, t] { world.RunThread(t); });
@@ -103,6 +140,7 @@ ReplayResult Replayer::RunWith(sim::Strategy& strategy, std::vector<uint64_t>* a
   r.strategy = strategy.Name();
   r.fix = options_.fix.name;
   r.model = ModelName();
+  r.engine = "model";
   r.run = sched.Run();
   world.Finalize(r);
   r.races = detector.races();
@@ -127,13 +165,100 @@ std::string JsonEscape(const std::string& raw) {
   return out;
 }
 
+const std::vector<std::string>& FailureKinds() {
+  static const std::vector<std::string> kinds = {
+      "wrong-restore", "config-mismatch", "in-param-not-in-cache", "nargs-none", "deadlock",
+      "step-bound"};
+  return kinds;
+}
+
+bool Hits(const ReplayResult& r, const std::string& kind) {
+  // A bug in rerace or a schedule that does not fit always counts: RunError reports it.
+  return FirstOf(r, kind) != nullptr || RunError(r).has_value();
+}
+
+bool Matches(const Finding& f, const std::string& kind) {
+  if (kind.empty()) return true;
+  const size_t at = kind.find('@');
+  if (at == std::string::npos) return f.code == kind;
+  return f.code == kind.substr(0, at) && f.where.find(kind.substr(at + 1)) != std::string::npos;
+}
+
+const Finding* FirstOf(const ReplayResult& r, const std::string& kind) {
+  for (const Finding& f : r.findings)
+    if (Matches(f, kind)) return &f;
+  return nullptr;
+}
+
+std::optional<std::string> UnknownTunerClass(const Program& p) {
+  for (const std::string& c : p.tuner_classes)
+    if (!IsFla(c) && c.rfind("rerace.kernels.", 0) != 0 && c.rfind("triton.", 0) != 0) return c;
+  return std::nullopt;
+}
+
+uint32_t WorkerThreads(const Program& p) {
+  uint32_t n = 0;
+  for (const ThreadProgram& t : p.threads)
+    n += std::any_of(t.ops.begin(), t.ops.end(),
+                     [](const Op& op) { return op.kind == Op::Kind::kTunerCall; });
+  return n;
+}
+
+void MergeRaces(std::vector<sim::Race>& into, const std::vector<sim::Race>& from) {
+  for (const sim::Race& r : from) {
+    const bool seen = std::any_of(into.begin(), into.end(), [&](const sim::Race& x) {
+      return x.object_name == r.object_name && x.first.label == r.first.label &&
+             x.second.label == r.second.label;
+    });
+    if (!seen) into.push_back(r);
+  }
+}
+
+std::string RacesJson(const std::vector<sim::Race>& races) {
+  std::string out = "[";
+  for (size_t i = 0; i < races.size(); ++i) {
+    const sim::Race& r = races[i];
+    out += fmt::format(
+        "{}{{\"object\":\"{}\",\"first\":{{\"access\":\"{}\",\"thread\":{},\"step\":{},"
+        "\"label\":\"{}\"}},\"second\":{{\"access\":\"{}\",\"thread\":{},\"step\":{},"
+        "\"label\":\"{}\"}}}}",
+        i ? "," : "", JsonEscape(r.object_name), sim::AccessName(r.first.access), r.first.thread,
+        r.first.step, JsonEscape(r.first.label), sim::AccessName(r.second.access),
+        r.second.thread, r.second.step, JsonEscape(r.second.label));
+  }
+  return out + "]";
+}
+
+std::optional<Error> RunError(const ReplayResult& r) {
+  for (const Finding& f : r.findings) {
+    if (f.code == "internal")
+      return Error{fmt::format("internal error: an exception escaped the {} model in thread {} ({}) "
+                               "at step {}: {}: {}{} (a bug in rerace: please report it with the "
+                               "trace and the command)",
+                               r.model, f.thread, f.thread_name, f.step, f.type, f.message,
+                               f.where.empty() ? "" : " at " + f.where),
+                   kExitInternal};
+    if (f.code == "divergence")
+      return Error{fmt::format("the schedule diverges from this program at step {}: {} (it was "
+                               "made for another trace, fix, model or --reps: replay it with the "
+                               "options its header names)",
+                               f.step, f.message),
+                   kExitDataError};
+  }
+  return std::nullopt;
+}
+
 namespace {
 std::string Ms(Nanos ns) { return fmt::format("{:.3f} ms", static_cast<double>(ns) / 1e6); }
 }  // namespace
 
 std::string FormatReport(const ReplayResult& r, const Program& p, const std::string& replay_hint) {
   std::string out;
-  out += fmt::format("replay of {} (model {}, fix {}, strategy {})\n", p.source, r.model, r.fix,
+  if (r.engine.rfind("python", 0) == 0)
+    out += fmt::format("replay of {} (engine {}; fix {}, strategy {})\n", p.source, r.engine, r.fix,
+                       r.strategy);
+  else
+    out += fmt::format("replay of {} (model {}, fix {}, strategy {})\n", p.source, r.model, r.fix,
                      r.strategy);
   if (r.findings.empty()) {
     out += "ok: no failure in this schedule\n";
@@ -153,6 +278,19 @@ std::string FormatReport(const ReplayResult& r, const Program& p, const std::str
     }
     if (!first.where.empty()) out += fmt::format("    at {}\n", first.where);
     if (!first.words.empty()) out += fmt::format("  {}\n", first.words);
+    // Findings are listed by step. When silent corruption comes first, say so, and name the
+    // first error the real program raised (what a user saw on the GPU).
+    if (first.silent) {
+      auto raised = std::find_if(r.findings.begin(), r.findings.end(), [](const Finding& f) {
+        return !f.silent && f.thread != sim::kNoThread;
+      });
+      if (raised != r.findings.end())
+        out += fmt::format("  first by step, and first by harm (silent corruption ranks before "
+                           "crashes, docs/MODEL.md); the first error raised: {}: {} ({}) in "
+                           "thread {} ({}) at step {}\n",
+                           raised->type, raised->message, raised->code, raised->thread,
+                           raised->thread_name, raised->step);
+    }
     if (first.thread != sim::kNoThread) involved.insert(first.thread);
     if (first.other != UINT32_MAX) involved.insert(first.other);
     constexpr size_t kAlso = 8;
@@ -165,13 +303,22 @@ std::string FormatReport(const ReplayResult& r, const Program& p, const std::str
     if (r.findings.size() > kAlso + 1)
       out += fmt::format("also: {} more (--json lists them all)\n", r.findings.size() - kAlso - 1);
     // Count crashes per code, as the H200 table counts them ("7 of 8 threads raised").
+    // Out of the threads that call a tuner (a main thread that only launched is not one), and
+    // any helper thread of a fix (prewarm, a GPU's owner) that failed.
     std::map<std::string, std::set<uint32_t>> by_code;
+    std::set<uint32_t> counted;
+    for (uint32_t t = 0; t < p.threads.size(); ++t)
+      for (const Op& op : p.threads[t].ops)
+        if (op.kind == Op::Kind::kTunerCall) counted.insert(t);
     for (const Finding& f : r.findings)
-      if (f.thread != sim::kNoThread) by_code[f.code].insert(f.thread);
+      if (f.thread != sim::kNoThread) {
+        by_code[f.code].insert(f.thread);
+        counted.insert(f.thread);
+      }
     if (!by_code.empty()) {
       out += "summary:";
       for (const auto& [code, threads] : by_code)
-        out += fmt::format(" {} in {} of {} threads;", code, threads.size(), p.threads.size());
+        out += fmt::format(" {} in {} of {} threads;", code, threads.size(), counted.size());
       out += "\n";
     }
     if (!involved.empty()) out += "last steps of the threads involved (oldest first):\n";
@@ -224,7 +371,7 @@ std::string FormatRaces(const std::vector<sim::Race>& races, const std::vector<F
   return out;
 }
 
-std::string FormatJson(const ReplayResult& r, const Program& p) {
+std::string FormatJson(const ReplayResult& r, const Program& p, bool with_races) {
   std::string out = "{";
   out += fmt::format("\"trace\":\"{}\",\"model\":\"{}\",\"fix\":\"{}\",\"strategy\":\"{}\",",
                      JsonEscape(p.source), r.model, JsonEscape(r.fix), JsonEscape(r.strategy));
@@ -247,8 +394,9 @@ std::string FormatJson(const ReplayResult& r, const Program& p) {
                        i ? "," : "", JsonEscape(d.kernel), JsonEscape(d.key), d.threads,
                        d.wasted_gpu_ns);
   }
-  out += fmt::format("],\"schedule\":\"{}\"}}", r.run.schedule.Encode());
-  return out;
+  out += fmt::format("],\"schedule\":\"{}\"", r.run.schedule.Encode());
+  if (with_races) out += ",\"races\":" + RacesJson(r.races);
+  return out + "}";
 }
 
 }  // namespace rerace::replay

@@ -34,13 +34,26 @@ uint64_t PreemptionsUpTo(const ReplayResult& r) { return r.run.preemptions; }
 
 }  // namespace
 
-Shrunk ShrinkFailure(Replayer& replayer, const ReplayResult& failing) {
+Shrunk ShrinkFailure(Replayer& replayer, const ReplayResult& failing, const std::string& kind) {
+  const Finding* target = FirstOf(failing, kind);
+  if (target == nullptr) {
+    Shrunk s;
+    s.result = failing;
+    s.preemptions_before = s.preemptions_after = PreemptionsUpTo(failing);
+    s.steps_before = s.steps_after = failing.run.steps;
+    s.first_matches = false;
+    return s;
+  }
+  return ShrinkTo(replayer, failing, *target);
+}
+
+Shrunk ShrinkTo(Replayer& replayer, const ReplayResult& failing, const Finding& target) {
   Shrunk s;
   s.result = failing;
   s.preemptions_before = s.preemptions_after = PreemptionsUpTo(failing);
-  s.steps_before = s.steps_after = failing.findings.empty() ? failing.run.steps : failing.findings.front().step;
-  const std::string want = FirstSignature(failing);
-  if (want.empty()) return s;
+  s.steps_before = s.steps_after = target.step;
+  const std::string want = target.code + "@" + target.where;
+  s.first_matches = FirstSignature(failing) == want;
   const std::vector<sim::ThreadId> full = failing.run.schedule.Expand();
   const size_t limit = std::min<size_t>(full.size(), s.steps_before + 1);
   for (size_t k = 0; k <= limit; ++k) {
@@ -52,6 +65,7 @@ Shrunk ShrinkFailure(Replayer& replayer, const ReplayResult& failing) {
     s.preemptions_after = r.run.preemptions;
     s.steps_after = r.findings.front().step;
     s.result = std::move(r);
+    s.first_matches = true;
     break;
   }
   return s;

@@ -3,7 +3,10 @@
 
 #include <fmt/format.h>
 
+#include <cxxabi.h>
+
 #include <algorithm>
+#include <cstdlib>
 #include <map>
 
 namespace rerace::replay {
@@ -69,6 +72,15 @@ std::string ReplayTimeline(const ReplayResult& r, const std::vector<StepLog::Ste
   return j.Finish();
 }
 
+std::string Demangle(const std::string& name) {
+  if (name.rfind("_Z", 0) != 0) return name;
+  int status = 0;
+  char* out = abi::__cxa_demangle(name.c_str(), nullptr, nullptr, &status);
+  std::string s = status == 0 && out != nullptr ? std::string(out) : name;
+  std::free(out);  // NOLINT: the demangler's buffer is malloc'ed
+  return s;
+}
+
 std::string TraceTimeline(const traces::Trace& t) {
   using traces::EventKind;
   using traces::TunerKind;
@@ -86,13 +98,15 @@ std::string TraceTimeline(const traces::Trace& t) {
                         Q(fmt::format("{} {}", th.id, th.name))));
   std::map<uint32_t, const traces::Event*> launch_of;  // correlation → launch
   std::map<std::pair<uint32_t, uint64_t>, bool> named;
+  std::map<uint32_t, std::vector<std::string>> open_calls;  // thread → calls begun, not ended
+  std::map<uint32_t, uint64_t> last_ns;                     // thread → its last event's time
   for (const traces::Event& e : t.events) {
     switch (e.kind) {
       case EventKind::kLaunch: {
         launch_of[e.correlation] = &e;
         const auto& sh = t.shapes[e.shape];
         j.Event(fmt::format(R"("name":{},"cat":"launch","ph":"i","s":"t","ts":{},"pid":1,"tid":{},"args":{{"stream":{},"grid":"{}x{}x{}","block":"{}x{}x{}"}})",
-                            Q("launch " + t.Str(sh.kernel)), us(e.cpu_ns), e.thread, sh.stream,
+                            Q("launch " + Demangle(t.Str(sh.kernel))), us(e.cpu_ns), e.thread, sh.stream,
                             sh.grid[0], sh.grid[1], sh.grid[2], sh.block[0], sh.block[1], sh.block[2]));
         break;
       }
@@ -109,26 +123,39 @@ std::string TraceTimeline(const traces::Trace& t) {
           j.Event(fmt::format(R"("name":"thread_name","ph":"M","pid":{},"tid":{},"args":{{"name":"stream {}"}})",
                               pid, sh.stream, sh.stream));
         }
-        j.Event(fmt::format(R"("name":{},"cat":"kernel","ph":"X","ts":{},"dur":{:.3f},"pid":{},"tid":{},"args":{{"thread":{}}})",
-                            Q(t.Str(sh.kernel)), us(start),
+        const std::string& raw = t.Str(sh.kernel);
+        const std::string name = Demangle(raw);
+        j.Event(fmt::format(R"("name":{},"cat":"kernel","ph":"X","ts":{},"dur":{:.3f},"pid":{},"tid":{},"args":{{"thread":{}{}}})",
+                            Q(name), us(start),
                             static_cast<double>(e.gpu_end_ns - e.gpu_start_ns) / 1e3, pid, sh.stream,
-                            it->second->thread));
+                            it->second->thread, name == raw ? "" : ",\"mangled\":" + Q(raw)));
         break;
       }
       case EventKind::kTuner: {
         const traces::TunerEvent& te = t.tuner_events[e.tuner];
-        if (te.kind == TunerKind::kCallBegin || te.kind == TunerKind::kCallEnd) {
-          j.Event(fmt::format(R"("name":{},"cat":"tuner","ph":"{}","ts":{},"pid":1,"tid":{},"args":{{"key":{}}})",
-                              Q("Autotuner.run " + t.Str(te.kernel)),
-                              te.kind == TunerKind::kCallBegin ? "B" : "E", us(e.cpu_ns), e.thread,
+        // Every B gets its E: a call ends with its end, or with an exception (whichever comes
+        // first), or, if the trace records neither, at the thread's last event (below).
+        if (te.kind == TunerKind::kCallBegin) {
+          j.Event(fmt::format(R"("name":{},"cat":"tuner","ph":"B","ts":{},"pid":1,"tid":{},"args":{{"key":{}}})",
+                              Q("Autotuner.run " + t.Str(te.kernel)), us(e.cpu_ns), e.thread,
                               Q(te.key)));
+          open_calls[e.thread].push_back("Autotuner.run " + t.Str(te.kernel));
+        } else if (te.kind == TunerKind::kCallEnd) {
+          if (!open_calls[e.thread].empty()) {
+            j.Event(fmt::format(R"("name":{},"cat":"tuner","ph":"E","ts":{},"pid":1,"tid":{},"args":{{"key":{}}})",
+                                Q(open_calls[e.thread].back()), us(e.cpu_ns), e.thread, Q(te.key)));
+            open_calls[e.thread].pop_back();
+          }
         } else if (te.kind == TunerKind::kError) {
           j.Event(fmt::format(R"("name":{},"cat":"failure","ph":"i","s":"t","ts":{},"pid":1,"tid":{},"args":{{"where":{}}})",
                               Q(te.error_type + ": " + te.error_message), us(e.cpu_ns), e.thread,
                               Q(te.error_where)));
           // The call ends with the exception.
-          j.Event(fmt::format(R"("name":{},"cat":"tuner","ph":"E","ts":{},"pid":1,"tid":{})",
-                              Q("Autotuner.run " + t.Str(te.kernel)), us(e.cpu_ns), e.thread));
+          if (!open_calls[e.thread].empty()) {
+            j.Event(fmt::format(R"("name":{},"cat":"tuner","ph":"E","ts":{},"pid":1,"tid":{})",
+                                Q(open_calls[e.thread].back()), us(e.cpu_ns), e.thread));
+            open_calls[e.thread].pop_back();
+          }
         } else {
           std::string name = traces::TunerKindName(te.kind);
           if (te.field != traces::TunerField::kNone) name += std::string(" ") + traces::TunerFieldName(te.field);
@@ -154,7 +181,12 @@ std::string TraceTimeline(const traces::Trace& t) {
       case EventKind::kMemOp:
         break;
     }
+    last_ns[e.thread] = e.cpu_ns;
   }
+  for (auto& [thread, names] : open_calls)
+    for (auto it = names.rbegin(); it != names.rend(); ++it)
+      j.Event(fmt::format(R"("name":{},"cat":"tuner","ph":"E","ts":{},"pid":1,"tid":{},"args":{{"note":"the trace records no end of this call"}})",
+                          Q(*it), us(last_ns[thread]), thread));
   return j.Finish();
 }
 

@@ -235,8 +235,8 @@ TEST(HostileInput, SaveFailuresKeepsTracesOfOneNameApart) {
         << file << " holds " << header;
   }
   EXPECT_GE(lines, 2u);
-  EXPECT_TRUE(std::filesystem::exists(dir + "/d/x.1-1.sched"));
-  EXPECT_TRUE(std::filesystem::exists(dir + "/d/x.2-1.sched"));
+  EXPECT_TRUE(std::filesystem::exists(dir + "/d/x.1-none-1.sched"));
+  EXPECT_TRUE(std::filesystem::exists(dir + "/d/x.2-none-1.sched"));
   std::filesystem::remove_all(dir);
 }
 

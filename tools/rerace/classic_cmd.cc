@@ -97,7 +97,8 @@ void RegisterClassic(CLI::App& app, CommandTable& table) {
       "from a saved schedule (exit 1 when the bug shows)");
   sub->add_option("bug", args->bug, "Bug name (see --list)");
   sub->add_flag("--list", args->list, "List the corpus");
-  sub->add_option("--strategy", args->strategy.name, "random, pct, round-robin or timed")
+  sub->add_option("--strategy", args->strategy.name, "One of " + fmt::format("{}", fmt::join(sim::StrategyNames(), ", ")) +
+                      " (docs/MODEL.md, Exploring)")
       ->default_val("random");
   sub->add_option("--seed", args->seed, "Seed of the first run; run i uses seed + i")
       ->default_val(1);

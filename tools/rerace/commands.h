@@ -18,7 +18,7 @@ class CommandTable {
   int Run() const {
     for (const auto& e : entries_)
       if (e.sub->parsed()) return e.action();
-    return 64;
+    return kExitUsage;
   }
 
  private:
@@ -38,12 +38,17 @@ struct FuzzFailure {
   std::string thread_name;
   std::string type, message, words;
   bool silent = false;
+  bool first = true;      // the first failure of its seed's run
+  std::string note;       // text only: when its schedule fails first with something else
 };
 struct FuzzTrace {
   std::string trace, fix, model, strategy;
   uint64_t runs = 0, failing = 0;
   std::vector<FuzzFailure> failures;
+  std::string races_json;  // with --races: the campaign's distinct races, a JSON array
 };
+// The order fuzz and merge list failures in: by harm (docs/MODEL.md), then by signature.
+bool FailureBefore(const FuzzFailure& x, const FuzzFailure& y);
 std::string FuzzJson(const std::vector<FuzzTrace>& all, const std::string& shard);
 std::string FuzzJunit(const std::vector<FuzzTrace>& all);
 

@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 #include <csignal>
 #include <cstdio>
+#include <exception>
 #include <string>
 
 #include "commands.h"
@@ -15,7 +16,9 @@ int main(int argc, char** argv) {
       "rerace: deterministic record-and-replay race simulator for multi-threaded, multi-GPU "
       "training code.\n"
       "Exit codes: 0 nothing found / fix holds, 1 failure found / fix fails, 64 usage, "
-      "65 bad input data, 66 missing input, 70 internal error, 74 cannot write output."};
+      "65 bad input data (a corrupt trace, a schedule that does not fit it, a tuner class rerace does "
+      "not model), 66 missing input, 70 internal error (a bug in rerace, never reported as a "
+      "failure found), 74 cannot write output."};
   app.name("rerace");
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("rerace ") + RERACE_VERSION);
@@ -40,5 +43,19 @@ int main(int argc, char** argv) {
   // Output lost to a full disk or a file size limit must be noticed: SIGXFSZ would end the
   // process by a signal (153) where rerace reports the failed write (74).
   std::signal(SIGXFSZ, SIG_IGN);
-  return rerace::tools::FinishStdout(table.Run());
+  // A command reports its own errors (bad input, usage, output) with their codes; anything
+  // that escapes one is a bug in rerace: exit 70 with the message, never 1 (a race found).
+  // Otherwise stdout is flushed and checked (74 when the report was lost).
+  int code = rerace::kExitInternal;
+  try {
+    code = table.Run();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "rerace: internal error: %s (a bug in rerace: please report it with the "
+                         "command)\n", e.what());
+    return rerace::kExitInternal;
+  } catch (...) {
+    std::fprintf(stderr, "rerace: internal error: an exception of unknown type (a bug in rerace)\n");
+    return rerace::kExitInternal;
+  }
+  return rerace::tools::FinishStdout(code);
 }

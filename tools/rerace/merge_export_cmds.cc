@@ -8,7 +8,10 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <filesystem>
 #include <map>
+#include <set>
+#include <tuple>
 #include <memory>
 #include <nlohmann/json.hpp>
 
@@ -62,7 +65,12 @@ int RunMerge(const MergeArgs& a) {
   // Results of the same trace and fix from several shards: runs add up, failures are kept
   // once per signature (the lowest seed wins, so the merge does not depend on input order).
   std::map<std::tuple<std::string, std::string, std::string>, FuzzTrace> merged;
+  // Races per result, once per object and pair of source lines (as fuzz keeps them); of the
+  // same race seen in several shards, the least JSON text is kept, whatever the input order.
+  std::map<std::tuple<std::string, std::string, std::string>, std::map<std::string, std::string>> races;
   std::vector<std::string> shards;
+  std::map<std::string, std::string> shard_file;  // "K/N" → the input that holds it
+  std::set<std::string> seen_files;
   for (const std::string& in : a.inputs) {
     std::ifstream f(in);
     if (!f) return ReportError({fmt::format("{}: cannot open: {}", in, std::strerror(errno)), kExitNoInput});
@@ -70,10 +78,31 @@ int RunMerge(const MergeArgs& a) {
     try {
       j = nlohmann::json::parse(f);
       if (j.value("rerace_fuzz", 0) != 1) throw std::runtime_error("not a 'rerace fuzz --json' result (rerace_fuzz: 1)");
-      shards.push_back(j.value("shard", ""));
+      const std::string shard = j.value("shard", "");
+      // The same shard twice would count its runs and failures twice.
+      std::error_code ec;
+      const std::string canonical = std::filesystem::weakly_canonical(in, ec).string();
+      if (auto [it, fresh] = seen_files.insert(ec ? in : canonical); !fresh)
+        return ReportError({fmt::format("merge: {} is given twice: each result must be merged once", in),
+                            kExitUsage});
+      if (auto [it, fresh] = shard_file.try_emplace(shard, in); !fresh && !shard.empty())
+        return ReportError({fmt::format("merge: {} and {} are both shard '{}': each shard must be "
+                                        "merged once",
+                                        it->second, in, shard),
+                            kExitUsage});
+      shards.push_back(shard);
       for (const auto& t : j.at("traces")) {
-        FuzzTrace& m = merged[{t.at("trace").get<std::string>(), t.at("fix").get<std::string>(),
-                               t.at("strategy").get<std::string>()}];
+        const auto key = std::make_tuple(t.at("trace").get<std::string>(), t.at("fix").get<std::string>(),
+                                         t.at("strategy").get<std::string>());
+        FuzzTrace& m = merged[key];
+        if (t.contains("races"))
+          for (const auto& r : t.at("races")) {
+            const std::string id = r.at("object").get<std::string>() + "|" +
+                                   r.at("first").at("label").get<std::string>() + "|" +
+                                   r.at("second").at("label").get<std::string>();
+            auto [it, fresh] = races[key].try_emplace(id, r.dump());
+            if (!fresh && r.dump() < it->second) it->second = r.dump();
+          }
         m.trace = t.at("trace");
         m.fix = t.at("fix");
         m.strategy = t.at("strategy");
@@ -91,21 +120,44 @@ int RunMerge(const MergeArgs& a) {
           ff.message = x.value("message", "");
           ff.words = x.value("words", "");
           ff.silent = x.value("silent", false);
+          ff.first = x.value("first", true);
           auto it = std::find_if(m.failures.begin(), m.failures.end(),
                                  [&](const FuzzFailure& y) { return y.signature == ff.signature; });
           if (it == m.failures.end()) m.failures.push_back(std::move(ff));
-          else if (ff.seed < it->seed) *it = std::move(ff);
+          // As one fuzz run keeps it: the lowest seed whose schedule fails first with it, else
+          // the lowest seed.
+          else if (std::make_pair(!ff.first, ff.seed) < std::make_pair(!it->first, it->seed))
+            *it = std::move(ff);
         }
       }
     } catch (const std::exception& e) {
       return ReportError({fmt::format("{}: {}", in, e.what()), kExitDataError});
     }
   }
+  // Every shard K/N of a count N must be there: a missing one is seeds never run.
+  std::vector<std::string> missing;
+  std::map<uint64_t, std::set<uint64_t>> by_count;
+  for (const std::string& sh : shards) {
+    const size_t slash = sh.find('/');
+    if (sh.empty() || slash == std::string::npos) continue;
+    try {
+      by_count[std::stoull(sh.substr(slash + 1))].insert(std::stoull(sh.substr(0, slash)));
+    } catch (...) {
+      return ReportError({fmt::format("merge: shard '{}' is not K/N", sh), kExitDataError});
+    }
+  }
+  for (const auto& [count, have] : by_count)
+    for (uint64_t k = 0; k < count && missing.size() < 64; ++k)
+      if (!have.count(k)) missing.push_back(fmt::format("{}/{}", k, count));
   std::vector<FuzzTrace> all;
   bool any = false;
   for (auto& [k, t] : merged) {
-    std::sort(t.failures.begin(), t.failures.end(),
-              [](const FuzzFailure& x, const FuzzFailure& y) { return x.signature < y.signature; });
+    std::sort(t.failures.begin(), t.failures.end(), FailureBefore);
+    if (races.count(k)) {
+      std::vector<std::string> list;
+      for (const auto& [id, text] : races[k]) list.push_back(text);
+      t.races_json = "[" + fmt::format("{}", fmt::join(list, ",")) + "]";
+    }
     any |= !t.failures.empty();
     all.push_back(std::move(t));
   }
@@ -113,6 +165,11 @@ int RunMerge(const MergeArgs& a) {
   std::printf("%s\n", FuzzJson(all, fmt::format("merged {}", fmt::join(shards, " "))).c_str());
   if (!a.junit.empty())
     if (auto w = WriteFile(a.junit, FuzzJunit(all)); !w) return ReportError(w.error());
+  if (!missing.empty())
+    return ReportError({fmt::format("merge: shard{} {} {} missing: the merged result covers only the "
+                                    "shards given (failures found there are in the output above)",
+                                    missing.size() == 1 ? "" : "s", fmt::join(missing, ", "), missing.size() == 1 ? "is" : "are"),
+                        kExitNoInput});
   return any ? kExitFound : kExitOk;
 }
 
@@ -140,7 +197,8 @@ void RegisterMergeExport(CLI::App& app, CommandTable& table) {
   auto m = std::make_shared<MergeArgs>();
   CLI::App* ms = app.add_subcommand(
       "merge", "Join the --json results of sharded fuzz runs into one (printed as JSON); exit 1 "
-               "when any shard found a failure");
+               "when any shard found a failure. Each shard K/N must be given once: the same shard "
+               "twice is refused (exit 64), a missing one reported (exit 66)");
   ms->add_option("results", m->inputs, "fuzz --json files")->required();
   ms->add_option("--junit", m->junit, "Also write the merged JUnit XML report");
   table.Add(ms, [m] { return RunMerge(*m); });

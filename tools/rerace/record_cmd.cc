@@ -20,6 +20,9 @@ namespace rerace::tools {
 
 namespace {
 
+// What the child exits with when the command cannot be run, as a shell does.
+constexpr int kExitCannotRun = 127;
+
 struct RecordArgs {
   std::string probe;
   std::string output = "rerace.rrt";
@@ -88,7 +91,7 @@ int RunRecord(const RecordArgs& a) {
     argv.push_back(nullptr);
     execvp(argv[0], argv.data());
     std::fprintf(stderr, "rerace: error: record: cannot run %s: %s\n", argv[0], std::strerror(errno));
-    _exit(127);
+    _exit(kExitCannotRun);
   }
   int status = 0;
   while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
@@ -103,7 +106,8 @@ int RunRecord(const RecordArgs& a) {
   if (own_rank == nullptr || *own_rank == 0) own_rank = std::getenv("LOCAL_RANK");
   const std::string rank_tag =
       own_rank != nullptr && *own_rank != 0 ? fmt::format(".rank{}.", own_rank) : ".rank";
-  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+  size_t written = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir.empty() ? "." : dir)) {
     const std::string name = entry.path().filename().string();
     if (name.rfind(stem + ".", 0) != 0 || entry.path().extension() != ".rrt") continue;
     if (name.find(fmt::format("pid{}.", child)) == std::string::npos &&
@@ -111,6 +115,7 @@ int RunRecord(const RecordArgs& a) {
       continue;
     std::error_code ec;
     if (std::filesystem::last_write_time(entry.path(), ec) < started || ec) continue;
+    ++written;
     auto t = traces::ReadTrace(entry.path().string());
     if (!t) {
       std::fprintf(stderr, "rerace: %s\n", t.error().message.c_str());
@@ -129,6 +134,15 @@ int RunRecord(const RecordArgs& a) {
                  static_cast<unsigned long long>(t->footer.cupti_dropped),
                  t->truncated ? t->truncation.c_str() : "complete");
   }
+  // The recorder starts with the first CUDA context: a command that never made one (no GPU, or
+  // no CUDA at all) leaves no trace. Say so rather than exit 0 with nothing written.
+  if (written == 0) {
+    std::fprintf(stderr,
+                 "rerace: error: record: %s created no CUDA context, so no trace was written (%s.*.rrt): "
+                 "is there a GPU, and does the command use it through CUDA?\n",
+                 a.command.front().c_str(), (dir / stem).c_str());
+    return code != 0 ? code : kExitNoInput;
+  }
   return code;
 }
 
@@ -140,7 +154,9 @@ void RegisterRecord(CLI::App& app, CommandTable& table) {
       "record",
       "Run a command under the CUPTI recorder (GPU machines): every launch, its GPU timing, the "
       "synchronizations and the NVTX tuner marks go to a trace per process, named "
-      "FILE-stem.[rankR.]pidP.rrt. The command's exit status is passed through");
+      "FILE-stem.[rankR.]pidP.rrt. The command's exit status is passed through; a command that "
+      "created no CUDA context writes no trace, which is an error (exit 66 when the command "
+      "itself succeeded)");
   r->add_option("-o,--output", a->output, "Trace file name (stem)")->default_val("rerace.rrt");
   r->add_option("--probe", a->probe,
                 "Load a probe into the program: 'triton' instruments Triton's Autotuner (and "

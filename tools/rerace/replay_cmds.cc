@@ -13,7 +13,9 @@
 #include <unistd.h>
 #include <cerrno>
 #include <cstring>
+#include <limits>
 #include <memory>
+#include <type_traits>
 
 #include "commands.h"
 #include "flags.h"
@@ -37,36 +39,85 @@ using namespace rerace::replay;
 
 namespace {
 
+constexpr uint64_t kDefaultMaxSteps = 2'000'000;
+
 struct Common {
   bool races = false;
   std::string fix = "none";
   std::string model = "auto";
   uint32_t reps = 1;
-  uint64_t max_steps = 2'000'000;
+  uint64_t max_steps = kDefaultMaxSteps;
   sim::StrategySpec strategy;
   bool json = false;
+  std::string engine = "model";
+  std::vector<std::string> patches;
+  std::string python_mode = "auto";
+  std::string python_exe = "python3";
+  std::string failure;  // --failure KIND
+  // The options as parsed: a flag the user gave is told from a default by its count (a
+  // schedule file's header fills in what was not given).
+  CLI::Option* fix_opt = nullptr;
+  CLI::Option* model_opt = nullptr;
+  CLI::Option* reps_opt = nullptr;
+  CLI::Option* max_steps_opt = nullptr;
+  CLI::Option* failure_opt = nullptr;
 };
 
 void AddCommon(CLI::App* sub, Common& c, bool with_strategy) {
-  sub->add_option("--fix", c.fix,
+  c.fix_opt = sub->add_option("--fix", c.fix,
                   "Fix to apply: a name (" + fmt::format("{}", fmt::join(FixNames(), ", ")) +
                       "), names joined by '+', or a description like 'local=nargs;lock=hooks'")
       ->default_val("none");
-  sub->add_option("--model", c.model, "Tuner model: auto (from the trace's tuner class), triton, fla or native (rerace's C++ autotuner)")
+  c.model_opt = sub->add_option("--model", c.model,
+                                "Tuner model: auto (from the trace's tuner class; a class rerace "
+                                "does not know is refused), triton, fla or native (rerace's C++ "
+                                "autotuner)")
       ->default_val("auto")
       ->check(CLI::IsMember({"auto", "triton", "fla", "native"}));
-  sub->add_option("--reps", c.reps,
+  sub->add_option("--engine", c.engine,
+                  "model: rerace's C++ tuner models (fast, no Python needed); python: the real "
+                  "tuner code (the Triton installed for --python-exe, the patches) run one thread "
+                  "at a time under rerace's scheduler")
+      ->default_val("model")
+      ->check(CLI::IsMember({"model", "python"}));
+  sub->add_option("--patch", c.patches,
+                  "With --engine python: a Python file imported before the tuners are built, as "
+                  "a training script applies a patch at start-up (repeatable)")
+      ->check(CLI::ExistingFile);
+  sub->add_option("--python", c.python_mode,
+                  "With --engine python: where a thread can lose the interpreter: gil (only where "
+                  "this CPython can hand the GIL over), free-threaded (at every shared access), or "
+                  "auto (as the recorded interpreter ran; gil when the recording does not say)")
+      ->default_val("auto")
+      ->check(CLI::IsMember({"auto", "gil", "free-threaded"}));
+  sub->add_option("--python-exe", c.python_exe,
+                  "With --engine python: the Python that runs the tuner code (its Triton is the "
+                  "one replayed)")
+      ->default_val("python3");
+  c.reps_opt = sub->add_option("--reps", c.reps,
                   "do_bench repetitions executed per config (0: as recorded); fewer steps, same "
                   "failures")
       ->default_val(1)
       ->check(flags::Count(0, 10000));
-  sub->add_option("--max-steps", c.max_steps, "Step bound of one run")
-      ->default_val(2'000'000)
-      ->check(flags::Count(1, flags::kMaxSteps));
+  c.max_steps_opt = sub->add_option("--max-steps", c.max_steps, "Step bound of one run")
+                        ->default_val(kDefaultMaxSteps)
+                        ->check(flags::Count(1, flags::kMaxSteps));
+  c.failure_opt = sub->add_option("--failure", c.failure,
+                                  "Target one kind of failure (" +
+                                      fmt::format("{}", fmt::join(FailureKinds(), ", ")) +
+                                      "), optionally where it happens (KIND@WHERE, e.g. "
+                                      "nargs-none@autotuner.py:233): the report leads with it; "
+                                      "fuzz and check count only it")
+                      ->check([](const std::string& v) -> std::string {
+                        const std::string kind = v.substr(0, v.find('@'));
+                        const auto& kinds = FailureKinds();
+                        if (std::find(kinds.begin(), kinds.end(), kind) != kinds.end()) return "";
+                        return fmt::format("'{}' is not a failure kind ({})", kind, fmt::join(kinds, ", "));
+                      });
   sub->add_flag("--json", c.json, "Print JSON instead of the text report");
   sub->add_flag("--races", c.races,
                 "Detect unordered conflicting accesses to the tuner's fields by happens-before, "
-                "also in runs where nothing failed, and print them");
+                "also in runs where nothing failed, and print them (text and --json)");
   if (with_strategy) {
     sub->add_option("--strategy", c.strategy.name,
                     "random, pct, pos, surw, timed, round-robin, or portfolio (random, PCT d=2, PCT "
@@ -101,8 +152,18 @@ Result<Loaded> Load(const std::string& path, const Common& c, bool refuse_trunca
                  path.c_str(), trace->truncation.c_str(), trace->events.size());
   auto program = BuildProgram(*trace, path);
   if (!program) return program.error();
-  auto fix = ParseFix(c.fix);
+  const bool python = c.engine == "python";
+  auto fix = python ? Result<Fix>(Fix{}) : ParseFix(c.fix);
   if (!fix) return fix.error();
+  if (!python && (!c.patches.empty() || c.python_mode != "auto" || c.python_exe != "python3"))
+    return Error{"--patch, --python and --python-exe need --engine python", kExitUsage};
+  if (!python && c.model == "auto")
+    if (auto cls = UnknownTunerClass(*program))
+      return Error{fmt::format("{}: the tuner class '{}' is not one rerace models (Triton's "
+                               "triton.* Autotuner, FLA's CachedAutotuner, rerace.kernels.*): "
+                               "pass --model triton, fla or native to model it as one of those",
+                               path, *cls),
+                   kExitDataError};
   if (program->calls.empty())
     return Error{fmt::format("{}: the trace has no tuner calls: nothing for a tuner model to "
                              "replay (was it recorded with --probe?)",
@@ -115,7 +176,45 @@ Result<Loaded> Load(const std::string& path, const Common& c, bool refuse_trunca
   l.options.reps = c.reps;
   l.options.max_steps = c.max_steps;
   l.options.detect_races = c.races;
+  const std::vector<std::string> patched = PatchedParts(l.program);
+  if (!python && !patched.empty() && c.fix == "none")
+    return Error{fmt::format("{}: the recorded program was patched ({}): the C++ model would check "
+                             "stock Triton, which never ran; check the real code with --engine "
+                             "python (it loads the recorded patch when it can be imported, or "
+                             "give it with --patch FILE), or say which fix it stands for with --fix",
+                             path, fmt::join(patched, "; ")),
+                 kExitUsage};
+  if (python) {
+    l.options.engine = "python";
+    l.options.python_mode = c.python_mode;
+    l.options.python_exe = c.python_exe;
+    for (const std::string& p : c.patches)
+      l.options.patches.push_back(std::filesystem::absolute(p).string());
+    if (auto u = UsePythonFix(c.fix, l.options); !u) return u.error();
+    // A recording whose program took locks of its own was patched: the real code must run the
+    // patch, or it checks stock code that never ran.
+    std::set<std::string> locks;
+    for (const ThreadProgram& t : l.program.threads)
+      for (const Op& op : t.ops)
+        if (op.kind == Op::Kind::kLockAcquire) locks.insert(op.lock_name);
+    if (!locks.empty() && l.options.patches.empty())
+      return Error{fmt::format("{}: the recorded program took locks of its own ({}): it was "
+                               "patched; give the patch with --patch FILE (or --fix NAME), or "
+                               "check the recorded locks with --engine model",
+                               path, fmt::join(locks, ", ")),
+                   kExitUsage};
+  }
+  l.options.target = c.failure;
   return l;
+}
+
+// python engine: starts it and says what runs (versions, switch rules, the patches and what
+// each changed), once per command, on standard error.
+Result<void> StartEngine(Replayer& rep) {
+  auto info = rep.StartEngine();
+  if (!info) return info.error();
+  if (!info->empty()) std::fprintf(stderr, "%s\n", DescribeEngine(*info).c_str());
+  return {};
 }
 
 // PCT needs k, the steps of a run, and SURW each thread's steps: measured once per trace.
@@ -132,23 +231,130 @@ Result<std::unique_ptr<sim::Strategy>> StrategyFor(const sim::StrategySpec& spec
   return sim::MakeStrategy(s, seed);
 }
 
+// The replay command for this trace with every option that changes a run (what a hint must
+// carry to reproduce what it claims); the caller adds how the schedule is chosen.
 std::string Flags(const std::string& trace, const Common& c) {
   std::string f = "rerace replay " + trace;
   if (c.fix != "none") f += " --fix '" + c.fix + "'";
   if (c.model != "auto") f += " --model " + c.model;
   if (c.reps != 1) f += fmt::format(" --reps {}", c.reps);
+  if (c.engine != "model") f += " --engine " + c.engine;
+  for (const std::string& p : c.patches) f += " --patch '" + p + "'";
+  if (c.python_mode != "auto") f += " --python " + c.python_mode;
+  if (c.python_exe != "python3") f += " --python-exe '" + c.python_exe + "'";
+  if (c.max_steps != kDefaultMaxSteps) f += fmt::format(" --max-steps {}", c.max_steps);
+  if (!c.failure.empty()) f += " --failure '" + c.failure + "'";
   return f;
 }
 
+// The same, replaying seed `seed` of the strategy.
+std::string SeedHint(const std::string& trace, const Common& c, uint64_t seed) {
+  std::string f = Flags(trace, c) + " --strategy " + c.strategy.name;
+  if (c.strategy.pct_depth != 2) f += fmt::format(" --pct-depth {}", c.strategy.pct_depth);
+  return f + fmt::format(" --seed {}", seed);
+}
+
+// `seed`: only for a schedule a seeded strategy made (none for DPOR, the recorded order or a
+// schedule file). `failure`: the finding the file is saved for, as "code at where".
 Result<void> SaveSchedule(const ReplayResult& r, const std::string& path, const std::string& trace,
-                          const Common& c, const std::string& seed) {
-  return r.run.schedule.Save(path, {{"trace", trace},
-                                    {"fix", c.fix},
-                                    {"model", r.model},
-                                    {"reps", std::to_string(c.reps)},
-                                    {"strategy", r.strategy},
-                                    {"seed", seed},
-                                    {"failure", r.findings.empty() ? "none" : r.findings[0].code}});
+                          const Common& c, std::optional<uint64_t> seed, const std::string& failure) {
+  std::vector<std::pair<std::string, std::string>> meta = {{"trace", trace},
+                                                           {"fix", c.fix},
+                                                           {"model", r.model},
+                                                           {"engine", r.engine},
+                                                           {"reps", std::to_string(c.reps)},
+                                                           {"max-steps", std::to_string(c.max_steps)},
+                                                           {"strategy", r.strategy}};
+  if (seed) meta.emplace_back("seed", std::to_string(*seed));
+  meta.emplace_back("failure", failure);
+  return r.run.schedule.Save(path, meta);
+}
+
+// --failure KIND: the first finding of that kind moves to the front, so that the report leads
+// with it (the others keep their order by step).
+void LeadWith(ReplayResult& r, const std::string& kind) {
+  const Finding* f = kind.empty() ? nullptr : FirstOf(r, kind);
+  if (f == nullptr || f == &r.findings.front()) return;
+  const auto at = r.findings.begin() + (f - r.findings.data());
+  std::rotate(r.findings.begin(), at, at + 1);
+}
+
+std::string FailureOf(const Finding* f) {
+  return f == nullptr ? "none" : f->code + (f->where.empty() ? "" : " at " + f->where);
+}
+
+// The `# key: value` lines at the top of a schedule file (Schedule::Load has read it already;
+// this reads at most its first lines).
+std::map<std::string, std::string> ScheduleHeader(const std::string& path) {
+  std::map<std::string, std::string> meta;
+  FILE* f = std::fopen(path.c_str(), "r");
+  if (f == nullptr) return meta;
+  char line[4096];
+  for (int i = 0; i < 64 && std::fgets(line, sizeof line, f) != nullptr && line[0] == '#'; ++i) {
+    std::string l(line);
+    while (!l.empty() && (l.back() == '\n' || l.back() == '\r')) l.pop_back();
+    const size_t colon = l.find(": ");
+    if (colon == std::string::npos || colon < 2) continue;
+    meta[l.substr(2, colon - 2)] = l.substr(colon + 2);
+  }
+  std::fclose(f);
+  return meta;
+}
+
+// A schedule replays only under the fix, model, reps and step bound it was made with: take
+// them from its header where the user gave none; refuse a flag that contradicts it.
+Result<void> ApplyScheduleHeader(const std::string& path, Common& c) {
+  const auto meta = ScheduleHeader(path);
+  auto take = [&](const char* key, CLI::Option* opt, std::string given, auto set) -> Result<void> {
+    auto it = meta.find(key);
+    if (it == meta.end()) return {};
+    const bool explicit_flag = opt != nullptr && opt->count() > 0;
+    if (explicit_flag && given != it->second && !(std::string(key) == "model" && given == "auto"))
+      return Error{fmt::format("--{} '{}' does not match the schedule {}, made with {} '{}': a "
+                               "schedule replays only under what it was made with; drop --{} or "
+                               "pass --{} '{}'",
+                               key, given, path, key, it->second, key, key, it->second),
+                   kExitUsage};
+    if (!explicit_flag || (std::string(key) == "model" && given == "auto")) return set(it->second);
+    return {};
+  };
+  auto number = [&](const char* key, const std::string& v, auto& into) -> Result<void> {
+    try {
+      size_t pos = 0;
+      const unsigned long long n = std::stoull(v, &pos);
+      if (pos != v.size() || n > std::numeric_limits<std::remove_reference_t<decltype(into)>>::max())
+        throw 0;
+      into = static_cast<std::remove_reference_t<decltype(into)>>(n);
+      return {};
+    } catch (...) {
+      return Error{fmt::format("{}: the header's {} '{}' is not a number", path, key, v),
+                   kExitDataError};
+    }
+  };
+  if (auto r = take("fix", c.fix_opt, c.fix, [&](const std::string& v) -> Result<void> {
+        c.fix = v;
+        return {};
+      }); !r)
+    return r;
+  if (auto it = meta.find("model"); it != meta.end() && it->second == "python") {
+    c.engine = "python";  // the real-code engine made it; ReplayEngineMatches checks which
+  } else if (auto r = take("model", c.model_opt, c.model, [&](const std::string& v) -> Result<void> {
+        if (v != "triton" && v != "fla" && v != "native")
+          return Error{fmt::format("{}: the header's model '{}' is not one of triton, fla, native", path, v),
+                       kExitDataError};
+        c.model = v;
+        return {};
+      }); !r)
+    return r;
+  if (auto r = take("reps", c.reps_opt, std::to_string(c.reps),
+                    [&](const std::string& v) { return number("reps", v, c.reps); });
+      !r)
+    return r;
+  if (auto r = take("max-steps", c.max_steps_opt, std::to_string(c.max_steps),
+                    [&](const std::string& v) { return number("max-steps", v, c.max_steps); });
+      !r)
+    return r;
+  return {};
 }
 
 // ---- replay ----
@@ -164,9 +370,27 @@ struct ReplayArgs {
 };
 
 int RunReplay(const ReplayArgs& a) {
-  auto l = Load(a.trace, a.c);
+  Common c = a.c;
+  // --schedule takes a file, or the schedule line itself ("rs1:...", as check prints it).
+  const bool inline_schedule = a.schedule.rfind(std::string(sim::kScheduleFormat) + ":", 0) == 0;
+  if (!a.schedule.empty() && !inline_schedule)
+    if (auto h = ApplyScheduleHeader(a.schedule, c); !h) return ReportError(h.error());
+  auto l = Load(a.trace, c);
   if (!l) return ReportError(l.error());
   Replayer rep(l->program, l->options);
+  if (auto e = StartEngine(rep); !e) return ReportError(e.error());
+  if (!a.schedule.empty() && !inline_schedule) {
+    // A schedule of the real code replays only under the interpreter, mode, Triton and patches
+    // that made it: the scheduling points are theirs.
+    const auto header = ScheduleHeader(a.schedule);
+    const auto it = header.find("engine");
+    const std::string now = rep.EngineSummary();
+    if (it != header.end() && it->second != now)
+      return ReportError(Error{fmt::format("{} was made with the engine '{}'; this run would use "
+                                           "'{}': a schedule replays only under what made it",
+                                           a.schedule, it->second, now),
+                               kExitUsage});
+  }
   ReplayResult r;
   std::string how;
   std::optional<replay::StepLog> log;
@@ -175,40 +399,56 @@ int RunReplay(const ReplayArgs& a) {
     log.emplace(s);
     return *log;
   };
+  std::optional<uint64_t> seed;
   if (a.recorded) {
     r = rep.RunRecorded(wrap);
     how = "recorded";
   } else if (!a.schedule.empty()) {
-    auto s = sim::Schedule::Load(a.schedule);
+    auto s = inline_schedule ? sim::Schedule::Parse(a.schedule, "--schedule")
+                             : sim::Schedule::Load(a.schedule);
     if (!s) return ReportError(s.error());
     sim::ScheduleReplay strategy(std::move(*s));
     r = rep.Run(wrap(strategy));
-    how = "schedule " + a.schedule;
+    how = inline_schedule ? "the schedule given" : "schedule " + a.schedule;
   } else {
     std::optional<Probe> k;
-    auto strategy = StrategyFor(a.c.strategy, a.seed, rep, &k);
+    auto strategy = StrategyFor(c.strategy, a.seed, rep, &k);
     if (!strategy) return ReportError(strategy.error());
     r = rep.Run(wrap(**strategy));
     how = fmt::format("seed {}", a.seed);
+    seed = a.seed;
+  }
+  if (auto e = RunError(r)) {
+    Error err = *e;
+    err.message = fmt::format("replay {} ({}): {}", a.trace, how, err.message);
+    return ReportError(err);
   }
   if (log) {
     if (auto w = WriteFile(a.perfetto, replay::ReplayTimeline(r, log->steps())); !w)
       return ReportError(w.error());
   }
+  const Finding* target = FirstOf(r, c.failure);
   std::string hint;
   if (!a.save.empty()) {
-    if (auto s = SaveSchedule(r, a.save, a.trace, a.c, how); !s) return ReportError(s.error());
-    hint = fmt::format("schedule saved: replay it with '{} --schedule {}'", Flags(a.trace, a.c), a.save);
-  } else if (r.failed() && !a.recorded && a.schedule.empty()) {
-    hint = fmt::format("replay it: '{} --strategy {} --seed {}' (add --save-schedule FILE to keep "
-                       "the schedule)",
-                       Flags(a.trace, a.c), a.c.strategy.name, a.seed);
+    if (auto s = SaveSchedule(r, a.save, a.trace, c, seed, FailureOf(target)); !s)
+      return ReportError(s.error());
+    hint = fmt::format("schedule saved: replay it with '{} --schedule {}'", Flags(a.trace, c), a.save);
+  } else if (r.failed() && seed) {
+    hint = fmt::format("replay it: '{}' (add --save-schedule FILE to keep the schedule)",
+                       SeedHint(a.trace, c, *seed));
   }
-  if (a.c.json) {
-    std::printf("%s\n", FormatJson(r, l->program).c_str());
+  const bool hit = target != nullptr;
+  LeadWith(r, c.failure);
+  if (c.json) {
+    std::printf("%s\n", FormatJson(r, l->program, c.races).c_str());
   } else {
+    if (!c.failure.empty())
+      std::printf("%s\n", hit ? fmt::format("--failure {}: found at step {}; listed first", c.failure,
+                                               r.findings.front().step)
+                                              .c_str()
+                                  : fmt::format("--failure {}: not in this schedule", c.failure).c_str());
     std::fputs(Colour(FormatReport(r, l->program, hint)).c_str(), stdout);
-    if (a.c.races) std::fputs(FormatRaces(r.races, r.findings).c_str(), stdout);
+    if (c.races) std::fputs(FormatRaces(r.races, r.findings).c_str(), stdout);
   }
   return r.failed() ? kExitFound : kExitOk;
 }
@@ -265,6 +505,17 @@ Result<Shard> ParseShard(const std::string& s) {
   return sh;
 }
 
+// A fix description as part of a file name: letters, digits, '.', '_' and '-' kept, the rest '_'.
+std::string FileSafe(const std::string& s) {
+  std::string out;
+  for (char ch : s) {
+    const bool keep = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+                      ch == '.' || ch == '_' || ch == '-';
+    out += keep ? ch : '_';
+  }
+  return out.empty() ? "none" : out;
+}
+
 std::string XmlEscape(const std::string& raw) {
   const std::string s = ValidUtf8(raw);  // the report says encoding="UTF-8"
   std::string out;
@@ -284,6 +535,18 @@ std::string XmlEscape(const std::string& raw) {
 
 }  // namespace
 
+// Where a failure signature ("code at where") ranks by harm: docs/MODEL.md's order.
+static size_t HarmRank(const std::string& signature) {
+  const std::string code = signature.substr(0, signature.find(' '));
+  const auto& kinds = FailureKinds();
+  return static_cast<size_t>(std::find(kinds.begin(), kinds.end(), code) - kinds.begin());
+}
+
+bool FailureBefore(const FuzzFailure& x, const FuzzFailure& y) {
+  return std::make_pair(HarmRank(x.signature), x.signature) <
+         std::make_pair(HarmRank(y.signature), y.signature);
+}
+
 std::string FuzzJson(const std::vector<FuzzTrace>& all, const std::string& shard) {
   std::string out = fmt::format("{{\"rerace_fuzz\":1,\"shard\":\"{}\",\"traces\":[", JsonEscape(shard));
   for (size_t i = 0; i < all.size(); ++i) {
@@ -292,12 +555,14 @@ std::string FuzzJson(const std::vector<FuzzTrace>& all, const std::string& shard
                        i ? "," : "", JsonEscape(t.trace), JsonEscape(t.fix), t.model, JsonEscape(t.strategy), t.runs, t.failing);
     for (size_t k = 0; k < t.failures.size(); ++k) {
       const FuzzFailure& f = t.failures[k];
-      out += fmt::format("{}{{\"failure\":\"{}\",\"seed\":{},\"schedule\":\"{}\",\"schedule_file\":\"{}\",\"thread_name\":\"{}\",\"type\":\"{}\",\"message\":\"{}\",\"words\":\"{}\",\"silent\":{}}}",
+      out += fmt::format("{}{{\"failure\":\"{}\",\"seed\":{},\"schedule\":\"{}\",\"schedule_file\":\"{}\",\"thread_name\":\"{}\",\"type\":\"{}\",\"message\":\"{}\",\"words\":\"{}\",\"silent\":{},\"first\":{}}}",
                          k ? "," : "", JsonEscape(f.signature), f.seed, f.schedule, JsonEscape(f.schedule_file),
                          JsonEscape(f.thread_name), JsonEscape(f.type), JsonEscape(f.message), JsonEscape(f.words),
-                         f.silent ? "true" : "false");
+                         f.silent ? "true" : "false", f.first ? "true" : "false");
     }
-    out += "]}";
+    out += "]";
+    if (!t.races_json.empty()) out += ",\"races\":" + t.races_json;
+    out += "}";
   }
   return out + "]}";
 }
@@ -357,10 +622,11 @@ int RunFuzz(const FuzzArgs& a) {
     auto l = Load(path, a.c);
     if (!l) return ReportError(l.error());
     Replayer rep(l->program, l->options);
+    if (auto e = StartEngine(rep); !e) return ReportError(e.error());
     std::optional<Probe> k;
     std::vector<sim::Race> races;
-    std::set<std::string> race_seen;
     std::vector<Finding> campaign_findings;
+    std::map<std::string, ReplayResult> kept;  // signature → its shrunk run
     FuzzTrace ft;
     ft.trace = path;
     ft.fix = a.c.fix;
@@ -380,44 +646,58 @@ int RunFuzz(const FuzzArgs& a) {
       if (!strategy) return ReportError(strategy.error());
       const ReplayResult r = rep.Run(**strategy);
       ++ft.runs;
+      if (auto e = RunError(r)) {
+        Error err = *e;
+        err.message = fmt::format("fuzz {} seed {}: {} (replay it: '{}')", path, seed, err.message,
+                                  SeedHint(path, a.c, seed));
+        return ReportError(err);
+      }
       if (a.c.races) {
-        for (const sim::Race& race : r.races) {
-          const std::string key = race.object_name + race.first.label + "|" + race.second.label;
-          if (!race_seen.count(key)) {
-            race_seen.insert(key);
-            races.push_back(race);
-          }
-        }
+        MergeRaces(races, r.races);
         campaign_findings.insert(campaign_findings.end(), r.findings.begin(), r.findings.end());
       }
-      if (r.failed()) {
+      if (Hits(r, a.c.failure)) {
         ++ft.failing;
         for (const Finding& f : r.findings) {
+          if (!Matches(f, a.c.failure)) continue;
           const std::string sig = f.code + " at " + f.where;
-          if (index.count(sig)) continue;
-          index[sig] = ft.failures.size();
+          // Seen before: kept, unless it was not the first failure of that seed's run and is
+          // this run's first (a schedule that replays to it is worth a later seed). Decided per
+          // seed, so that merged shards keep the seed a whole run keeps.
+          auto seen = index.find(sig);
+          if (seen != index.end() &&
+              (ft.failures[seen->second].first || &f != &r.findings.front()))
+            continue;
           FuzzFailure x;
           x.signature = sig;
           x.seed = seed;
-          // Shrink the schedule when this failure is the run's first (what the shrinker keeps).
-          const ReplayResult* keep = &r;
-          std::optional<Shrunk> sh;
-          if (&f == &r.findings.front()) {
-            sh = ShrinkFailure(rep, r);
-            keep = &sh->result;
+          // Shrunk towards this failure being the run's first, so that its schedule file
+          // replays to what the listing says (docs/MODEL.md: shrunk before reported or saved).
+          Shrunk sh = ShrinkTo(rep, r, f);
+          x.schedule = sh.result.run.schedule.Encode();
+          // As its replay hint will show it: the saved (shrunk) schedule when there is one and
+          // it fails first with it, else the seed's run.
+          const Finding& shown =
+              !a.save_dir.empty() && sh.first_matches ? sh.result.findings.front() : f;
+          x.thread_name = shown.thread_name;
+          x.type = shown.type;
+          x.message = shown.message;
+          x.words = shown.words;
+          x.silent = shown.silent;
+          x.first = &f == &r.findings.front();
+          if (!sh.first_matches && !sh.result.findings.empty()) {
+            const Finding& first = sh.result.findings.front();
+            x.note = fmt::format("this schedule fails first with {} at step {}; this failure "
+                                 "follows at step {}",
+                                 first.code, first.step, f.step);
           }
-          x.schedule = keep->run.schedule.Encode();
-          x.thread_name = f.thread_name;
-          x.type = f.type;
-          x.message = f.message;
-          x.words = f.words;
-          x.silent = f.silent;
-          if (!a.save_dir.empty()) {
-            x.schedule_file = fmt::format("{}/{}-{}.sched", a.save_dir, stem, ft.failures.size() + 1);
-            if (auto s = SaveSchedule(*keep, x.schedule_file, path, a.c, std::to_string(seed)); !s)
-              return ReportError(s.error());
+          kept.insert_or_assign(sig, std::move(sh.result));
+          if (seen != index.end()) {
+            ft.failures[seen->second] = std::move(x);
+          } else {
+            index[sig] = ft.failures.size();
+            ft.failures.push_back(std::move(x));
           }
-          ft.failures.push_back(std::move(x));
         }
       }
       if (progress && elapsed() - last_progress >= 0.25) {
@@ -432,12 +712,26 @@ int RunFuzz(const FuzzArgs& a) {
     }
     if (progress) std::fprintf(stderr, "\r\033[K");
     any |= !ft.failures.empty();
-    std::sort(ft.failures.begin(), ft.failures.end(),
-              [](const FuzzFailure& x, const FuzzFailure& y) { return x.signature < y.signature; });
+    // Listed by harm (docs/MODEL.md: silent corruption, crashes, deadlocks, the step bound),
+    // then by signature; the files are numbered as listed.
+    std::sort(ft.failures.begin(), ft.failures.end(), FailureBefore);
+    if (!a.save_dir.empty()) {
+      size_t n = 0;
+      for (FuzzFailure& x : ft.failures) {
+        x.schedule_file = fmt::format("{}/{}-{}-{}.sched", a.save_dir, stem, FileSafe(a.c.fix), ++n);
+        const ReplayResult& keep = kept.at(x.signature);
+        if (auto s = SaveSchedule(keep, x.schedule_file, path, a.c, std::nullopt,
+                                  x.signature + (x.note.empty() ? "" : " (" + x.note + ")"));
+            !s)
+          return ReportError(s.error());
+      }
+    }
+    if (a.c.races) ft.races_json = RacesJson(races);
     if (!a.c.json) {
-      std::printf("fuzz %s (model %s, fix %s, strategy %s%s): %llu runs, %llu failing, %zu distinct "
+      std::printf("fuzz %s (model %s, fix %s, strategy %s%s%s): %llu runs, %llu failing, %zu distinct "
                   "failure(s)\n",
                   path.c_str(), ft.model.c_str(), a.c.fix.c_str(), a.c.strategy.name.c_str(),
+                  a.c.failure.empty() ? "" : (", failure " + a.c.failure).c_str(),
                   a.shard.empty() ? "" : fmt::format(", shard {}/{}", shard->index, shard->count).c_str(),
                   static_cast<unsigned long long>(ft.runs), static_cast<unsigned long long>(ft.failing),
                   ft.failures.size());
@@ -447,11 +741,18 @@ int RunFuzz(const FuzzArgs& a) {
                     f.silent ? "silent corruption" : (f.type + ": " + f.message).c_str(),
                     f.thread_name.c_str(), static_cast<unsigned long long>(f.seed));
         if (!f.words.empty()) std::printf("      %s\n", f.words.c_str());
+        if (!f.note.empty() && !f.schedule_file.empty()) std::printf("      note: %s\n", f.note.c_str());
+        // A failure that is not its schedule's first: --failure makes the replay lead with it.
+        Common hc = a.c;
+        const bool leads = f.schedule_file.empty() ? f.first : f.note.empty();
+        if (!leads) {
+          const size_t sp = f.signature.find(" at ");
+          hc.failure = f.signature.substr(0, sp) + "@" + f.signature.substr(sp + 4);
+        }
         if (!f.schedule_file.empty())
-          std::printf("      replay: %s --schedule %s\n", Flags(path, a.c).c_str(), f.schedule_file.c_str());
+          std::printf("      replay: %s --schedule %s\n", Flags(path, hc).c_str(), f.schedule_file.c_str());
         else
-          std::printf("      replay: %s --strategy %s --seed %llu\n", Flags(path, a.c).c_str(),
-                      a.c.strategy.name.c_str(), static_cast<unsigned long long>(f.seed));
+          std::printf("      replay: %s\n", SeedHint(path, hc, f.seed).c_str());
       }
     }
     if (a.c.races && !a.c.json) std::fputs(FormatRaces(races, campaign_findings).c_str(), stdout);
@@ -476,26 +777,39 @@ struct CheckArgs {
   uint64_t seed = 1;
   std::string save;
   bool allow_truncated = false;
+  CLI::Option* runs_opt = nullptr;
+  CLI::Option* max_runs_opt = nullptr;
 };
 
 int RunCheck(const CheckArgs& a) {
   auto l = Load(a.trace, a.c, !a.allow_truncated);
   if (!l) return ReportError(l.error());
+  if (l->options.engine == "python") {
+    Replayer probe(l->program, l->options);
+    if (auto e = StartEngine(probe); !e) return ReportError(e.error());
+  }
   std::optional<BoundedVerdict> bounded;
   Verdict v;
-  // Without --bound: DPOR at bound 1 within kAutoRuns runs, then the sampled schedules.
+  // Without --bound: DPOR at bound 1 within auto_runs runs, then the sampled schedules. The
+  // real code runs tens of schedules a second, not thousands: smaller budgets unless given.
   constexpr uint32_t kAutoBound = 1;
-  constexpr uint64_t kAutoRuns = 20'000;
+  const bool python = l->options.engine == "python";
+  const uint64_t auto_runs = python ? 200 : 20'000;
+  const uint64_t sampled_runs = python && a.runs_opt->count() == 0 ? 100 : a.runs;
+  const uint64_t auto_max = a.max_runs_opt->count() > 0 ? a.max_runs : auto_runs;
   const bool automatic = a.bound < 0;
   if (!automatic) {
     bounded = CheckFixBounded(l->program, l->options, static_cast<uint32_t>(a.bound), a.max_runs, a.naive);
     v = bounded->verdict;
   } else {
-    bounded = CheckFixBounded(l->program, l->options, kAutoBound, std::min(a.max_runs, kAutoRuns), false);
+    bounded = CheckFixBounded(l->program, l->options, kAutoBound, std::min(a.max_runs, auto_max), false);
     v = bounded->verdict;
     if (v.holds) {
-      v = CheckFix(l->program, l->options, a.runs, a.seed);
+      v = CheckFix(l->program, l->options, sampled_runs, a.seed);
       v.explored += bounded->verdict.explored;
+      std::vector<sim::Race> all = bounded->verdict.races;
+      MergeRaces(all, v.races);
+      v.races = std::move(all);
     }
   }
   if (v.holds && v.explored == 0)
@@ -503,41 +817,56 @@ int RunCheck(const CheckArgs& a) {
                                     "that is not a verdict; give at least one run",
                                     a.trace, a.runs, a.max_runs),
                         kExitUsage});
+  // Only the sampled schedules have a seed; DPOR's and the bounded search's have none.
+  std::optional<uint64_t> seed;
+  if (automatic && bounded->verdict.holds) seed = v.counterexample_seed;
+  // --bound 0 never preempts a thread: it cannot reach a race, so "holds" would certify nothing.
+  const bool no_preemption = !automatic && a.bound == 0;
+  const std::string against = a.c.failure.empty() ? "" : " against " + a.c.failure;
   std::string shrink_note;
   if (!v.holds) {
+    if (auto e = RunError(*v.counterexample)) {
+      Error err = *e;
+      err.message = fmt::format("check {} --fix '{}': {}", a.trace, a.c.fix, err.message);
+      return ReportError(err);
+    }
     Replayer rep(l->program, l->options);
-    Shrunk sh = ShrinkFailure(rep, *v.counterexample);
+    Shrunk sh = ShrinkFailure(rep, *v.counterexample, a.c.failure);
     shrink_note = DescribeShrink(sh);
     sh.result.strategy = v.counterexample->strategy + ", shrunk";
     v.counterexample = std::move(sh.result);
+    LeadWith(*v.counterexample, a.c.failure);
   }
   auto ms = [](Nanos n) { return static_cast<double>(n) / 1e6; };
   const double ratio = v.makespan_none ? static_cast<double>(v.makespan_fix) /
                                              static_cast<double>(v.makespan_none)
                                        : 0.0;
   if (a.c.json) {
-    std::printf("{\"trace\":\"%s\",\"fix\":\"%s\",\"verdict\":\"%s\",\"explored\":%llu,"
+    std::printf("{\"trace\":\"%s\",\"fix\":\"%s\",\"failure\":\"%s\",\"verdict\":\"%s\",\"explored\":%llu,"
                 "\"makespan_fix_ns\":%llu,\"makespan_none_ns\":%llu,\"makespan_recorded_ns\":%llu,"
-                "\"counterexample\":%s}\n",
-                JsonEscape(a.trace).c_str(), JsonEscape(a.c.fix).c_str(),
-                v.holds ? "holds" : "fails", static_cast<unsigned long long>(v.explored),
+                "\"counterexample\":%s%s}\n",
+                JsonEscape(a.trace).c_str(), JsonEscape(a.c.fix).c_str(), JsonEscape(a.c.failure).c_str(),
+                !v.holds ? "fails" : no_preemption ? "inconclusive" : "holds",
+                static_cast<unsigned long long>(v.explored),
                 static_cast<unsigned long long>(v.makespan_fix),
                 static_cast<unsigned long long>(v.makespan_none),
                 static_cast<unsigned long long>(v.makespan_recorded),
-                v.counterexample ? FormatJson(*v.counterexample, l->program).c_str() : "null");
+                v.counterexample ? FormatJson(*v.counterexample, l->program).c_str() : "null",
+                a.c.races ? (",\"races\":" + RacesJson(v.races)).c_str() : "");
     return v.holds ? kExitOk : kExitFound;
   }
   if (!v.holds) {
     std::string hint;
     if (!a.save.empty()) {
-      if (auto s = SaveSchedule(*v.counterexample, a.save, a.trace, a.c,
-                                std::to_string(v.counterexample_seed));
+      if (auto s = SaveSchedule(*v.counterexample, a.save, a.trace, a.c, seed,
+                                FailureOf(FirstOf(*v.counterexample, a.c.failure)));
           !s)
         return ReportError(s.error());
       hint = fmt::format("counterexample saved: replay it with '{} --schedule {}'",
                          Flags(a.trace, a.c), a.save);
     } else {
-      hint = fmt::format("counterexample schedule: {}", v.counterexample->run.schedule.Encode());
+      hint = fmt::format("replay it: '{} --schedule '{}'' (add --save-schedule FILE to keep it)",
+                         Flags(a.trace, a.c), v.counterexample->run.schedule.Encode());
     }
     if (!a.perfetto.empty()) {
       Replayer rep(l->program, l->options);
@@ -547,36 +876,45 @@ int RunCheck(const CheckArgs& a) {
       if (auto w = WriteFile(a.perfetto, replay::ReplayTimeline(r, log.steps())); !w)
         return ReportError(w.error());
     }
-    std::fputs(Colour(fmt::format("verdict: fix '{}' FAILS: counterexample found after {} schedules ({})\n",
-                                  a.c.fix, v.explored, v.counterexample->strategy))
+    std::fputs(Colour(fmt::format("verdict: fix '{}' FAILS{}: counterexample found after {} schedules ({})\n",
+                                  a.c.fix, against, v.explored, v.counterexample->strategy))
                    .c_str(),
                stdout);
     std::fputs(Colour(FormatReport(*v.counterexample, l->program, hint)).c_str(), stdout);
     std::printf("%s\n", shrink_note.c_str());
   } else {
     const std::string systematic = fmt::format(
-        "{} with at most {} preemption{} ({} explored, {} pruned; {})", 
-        a.naive ? "every interleaving a bounded depth-first search ran"
-                : "every interleaving that DPOR distinguishes",
+        "{} with at most {} preemption{} ({} explored, {} pruned; {})",
+        bounded->naive ? "every interleaving a bounded depth-first search ran"
+                       : "every interleaving that DPOR distinguishes",
         bounded->bound, bounded->bound == 1 ? "" : "s", bounded->verdict.explored, bounded->pruned,
         bounded->exhausted ? "search exhausted"
                            : fmt::format("stopped at the budget of {} runs{}",
-                                         automatic ? std::min(a.max_runs, kAutoRuns) : a.max_runs,
+                                         automatic ? std::min(a.max_runs, auto_max) : a.max_runs,
                                          automatic ? "" : " (--max-runs)"));
-    if (!automatic) {
-      std::fputs(Colour(fmt::format("verdict: fix '{}' holds for {}\n", a.c.fix, systematic)).c_str(),
+    if (no_preemption) {
+      std::printf("verdict: inconclusive: fix '%s' did not fail%s in %llu schedule(s) without "
+                  "preemption, but --bound 0 never preempts a thread, so it cannot reach a race: "
+                  "this certifies nothing. Use --bound 1 or more, or no --bound.\n",
+                  a.c.fix.c_str(), against.c_str(), static_cast<unsigned long long>(v.explored));
+    } else if (!automatic) {
+      std::fputs(Colour(fmt::format("verdict: fix '{}' holds{} for {}\n", a.c.fix, against, systematic)).c_str(),
                  stdout);
     } else {
-      std::fputs(Colour(fmt::format("verdict: fix '{}' holds for {}, and for every schedule "
+      std::fputs(Colour(fmt::format("verdict: fix '{}' holds{} for {}, and for every schedule "
                                     "sampled after it: {} (random walk, PCT d=2 and d=3 over k={} "
                                     "steps, seeds {}..{}). Chosen without --bound: bound {}, "
                                     "{} sampled runs; --bound B --max-runs N explores further.\n",
-                                    a.c.fix, systematic, a.runs, v.pct_steps, a.seed,
-                                    a.seed + a.runs - 1, kAutoBound, a.runs))
+                                    a.c.fix, against, systematic, sampled_runs, v.pct_steps, a.seed,
+                                    a.seed + sampled_runs - 1, kAutoBound, sampled_runs))
                      .c_str(),
                  stdout);
     }
   }
+  if (a.c.races) std::fputs(FormatRaces(v.races, v.counterexample ? v.counterexample->findings
+                                                                   : std::vector<Finding>{})
+                                .c_str(),
+                            stdout);
   auto fails = [](const std::string& code) {
     return code.empty() ? std::string() : fmt::format(" (that run fails: {})", code);
   };
@@ -604,7 +942,10 @@ void RegisterReplayCommands(CLI::App& app, CommandTable& table) {
   auto* seed = r->add_option("--seed", ra->seed, "Seed of the strategy")
                    ->default_val(1)
                    ->check(flags::Count(0, std::numeric_limits<uint64_t>::max()));
-  auto* sched = r->add_option("--schedule", ra->schedule, "Replay a saved schedule (no seed needed)");
+  auto* sched = r->add_option("--schedule", ra->schedule,
+                              "Replay a saved schedule (no seed needed): a file written by "
+                              "--save-schedule (its header gives the fix, model and reps), or the "
+                              "schedule line itself (rs1:..., as check prints it)");
   auto* rec = r->add_flag("--recorded", ra->recorded,
                           "Replay the recorded interleaving: reproduce what happened on the GPU");
   sched->excludes(rec);
@@ -621,7 +962,7 @@ void RegisterReplayCommands(CLI::App& app, CommandTable& table) {
       "fuzz", "Replay traces under many seeds; report each distinct failure once, with its seed "
               "and schedule (exit 1 when any fails)");
   f->add_option("traces", fa->traces, "Trace files")->required();
-  auto* runs = f->add_option("--runs", fa->runs, "Runs per trace")
+  auto* runs = f->add_option("--runs", fa->runs, "Runs per trace; with --shard, runs of this shard (N shards of --runs R cover N*R seeds)")
                    ->default_val(1000)
                    ->check(flags::Count(1, flags::kMaxRuns));
   auto* time = f->add_option("--time", fa->time, "Time budget instead of --runs (90s, 10m, 1h)")
@@ -646,24 +987,28 @@ void RegisterReplayCommands(CLI::App& app, CommandTable& table) {
                "explored; and the fix's cost in simulated step time (exit 1 when it fails)\n"
                "Named fixes:\n" + DescribeFixes());
   c->add_option("trace", ca->trace, "Trace file")->required();
-  c->add_option("--runs", ca->runs,
+  ca->runs_opt = c->add_option("--runs", ca->runs,
                  "Without --bound: schedules sampled after DPOR at bound 1 (random walk, PCT d=2, "
-                 "PCT d=3 in turn)")
+                 "PCT d=3 in turn); with --engine python 100 unless given")
       ->default_val(3000)
       ->check(flags::Count(0, flags::kMaxRuns));
   c->add_option("--seed", ca->seed, "First seed")
       ->default_val(1)
       ->check(flags::Count(0, std::numeric_limits<uint64_t>::max()));
-  c->add_option("--bound", ca->bound,
+  auto* bound = c->add_option("--bound", ca->bound,
                 "Explore systematically every interleaving with at most B preemptions that DPOR "
                 "(source sets, sleep sets) distinguishes; without it, DPOR at bound 1 (at most "
-                "20000 runs) and then --runs sampled schedules")
+                "20000 runs) and then --runs sampled schedules. --bound 0 never preempts: it cannot reach "
+                "a race and gives no verdict")
       ->check(CLI::Range(0, 100));
   c->add_flag("--allow-truncated", ca->allow_truncated,
               "Check a truncated trace (no footer, or cut short): the verdict then covers only the "
               "events recorded before the cut");
-  c->add_flag("--naive", ca->naive, "With --bound: a plain bounded depth-first search (no reduction)");
-  c->add_option("--max-runs", ca->max_runs, "Stop the systematic search after this many runs")
+  c->add_flag("--naive", ca->naive, "With --bound: a plain bounded depth-first search (no reduction)")
+      ->needs(bound);
+  ca->max_runs_opt = c->add_option("--max-runs", ca->max_runs,
+                                   "Stop the systematic search after this many runs (without "
+                                   "--bound: 20000, with --engine python 200, unless given)")
       ->default_val(200000)
       ->check(flags::Count(1, flags::kMaxRuns));
   c->add_option("--save-schedule", ca->save, "Save the counterexample's schedule here");

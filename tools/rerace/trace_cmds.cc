@@ -12,6 +12,7 @@
 #include "commands.h"
 #include "flags.h"
 #include "rerace/base/result.h"
+#include "rerace/replay/timeline.h"
 #include "rerace/traces/reader.h"
 #include "rerace/traces/synth.h"
 #include "rerace/traces/trace.h"
@@ -20,7 +21,19 @@ namespace rerace::tools {
 
 using namespace rerace::traces;
 
-std::string Summarize(const Trace& t, const std::string& path) {
+namespace {
+std::string Names(const std::vector<std::string>& args, const std::vector<uint32_t>& idx) {
+  std::vector<std::string> out;
+  for (uint32_t i : idx) out.push_back(i < args.size() ? args[i] : fmt::format("#{}", i));
+  return out.empty() ? "(none)" : fmt::format("{}", fmt::join(out, ", "));
+}
+}  // namespace
+
+// `mangled`: kernel names as recorded; otherwise as the source spells them (Demangle).
+std::string Summarize(const Trace& t, const std::string& path, bool mangled) {
+  auto kernel_name = [mangled](const std::string& raw) {
+    return mangled ? raw : replay::Demangle(raw);
+  };
   std::string out;
   const Header& h = t.header;
   out += fmt::format("trace {}\n", path);
@@ -38,6 +51,7 @@ std::string Summarize(const Trace& t, const std::string& path) {
   // Per thread: launches per device and kernel, tuner calls.
   struct PerThread {
     std::map<std::pair<uint32_t, std::string>, uint64_t> launches;  // (device, kernel)
+    std::map<std::pair<std::string, std::string>, uint64_t> calls;   // (tuned kernel, key)
     uint64_t syncs = 0, memops = 0, tuner_calls = 0, locks = 0, nvtx = 0;
   };
   std::vector<PerThread> per(t.threads.size());
@@ -46,6 +60,9 @@ std::string Summarize(const Trace& t, const std::string& path) {
     std::string cls, kernel;
     uint64_t calls = 0, benches = 0;
     std::set<std::string> keys;
+    bool described = false;  // from its first call: what the probe recorded of the decorator
+    std::vector<std::string> configs, arg_names;
+    std::vector<uint32_t> restore_value, reset_to_zero;
   };
   std::map<uint64_t, TunerInfo> tuners;
   std::vector<std::string> failures;
@@ -54,7 +71,7 @@ std::string Summarize(const Trace& t, const std::string& path) {
     switch (e.kind) {
       case EventKind::kLaunch: {
         const LaunchShape& sh = t.shapes[e.shape];
-        ++p.launches[{sh.device, t.Str(sh.kernel)}];
+        ++p.launches[{sh.device, kernel_name(t.Str(sh.kernel))}];
         break;
       }
       case EventKind::kActivity: (e.gpu_start_ns != 0 ? timed : untimed)++; break;
@@ -70,7 +87,15 @@ std::string Summarize(const Trace& t, const std::string& path) {
         if (te.kind == TunerKind::kCallBegin) {
           ++ti.calls;
           ++p.tuner_calls;
+          ++p.calls[{ti.kernel, te.key}];
           ti.keys.insert(te.key);
+          if (!ti.described) {
+            ti.described = true;
+            ti.configs = te.configs;
+            ti.arg_names = te.arg_names;
+            ti.restore_value = te.restore_value;
+            ti.reset_to_zero = te.reset_to_zero;
+          }
         }
         if (te.kind == TunerKind::kBenchEnd) ++ti.benches;
         if (te.kind == TunerKind::kError)
@@ -92,12 +117,23 @@ std::string Summarize(const Trace& t, const std::string& path) {
                        p.tuner_calls, p.locks, p.nvtx);
     for (const auto& [k, c] : p.launches)
       out += fmt::format("      device {}  {:>8}  {}\n", k.first, c, k.second);
+    for (const auto& [k, c] : p.calls)
+      out += fmt::format("      tuner     {:>8}  {} key {}\n", c, k.first, k.second);
   }
   out += fmt::format("kernel timings: {} timed, {} without timing\n", timed, untimed);
   if (!tuners.empty()) out += "tuners:\n";
-  for (const auto& [id, ti] : tuners)
+  for (const auto& [id, ti] : tuners) {
     out += fmt::format("  {:#x} {} ({}): {} calls, {} config benchmarks, keys: {}\n", id, ti.kernel,
                        ti.cls, ti.calls, ti.benches, fmt::join(ti.keys, ", "));
+    if (!ti.described) continue;
+    out += fmt::format("      in-parameters: {}\n", ti.arg_names.empty() ? "(none recorded)"
+                                                      : fmt::format("{}", fmt::join(ti.arg_names, ", ")));
+    out += fmt::format("      restore_value: {}; reset_to_zero: {}\n",
+                       Names(ti.arg_names, ti.restore_value), Names(ti.arg_names, ti.reset_to_zero));
+    out += fmt::format("      configs ({}):\n", ti.configs.size());
+    for (size_t c = 0; c < ti.configs.size(); ++c)
+      out += fmt::format("        {:>3}  {}\n", c, ti.configs[c]);
+  }
   out += fmt::format("failures recorded: {}\n", failures.size());
   for (const auto& f : failures) out += "  " + f + "\n";
   if (t.has_footer)
@@ -112,6 +148,7 @@ namespace {
 struct ShowArgs {
   std::string path;
   bool frames = false;
+  bool mangled = false;
   int64_t raw_frame = -1;
 };
 
@@ -142,7 +179,7 @@ int RunShow(const ShowArgs& a) {
   if (!t) return ReportError(t.error());
   if (t->truncated)  // first, as in every command that reads a trace (the summary ends with it too)
     std::printf("warning: TRUNCATED trace %s: %s\n", a.path.c_str(), t->truncation.c_str());
-  std::fputs(Summarize(*t, a.path).c_str(), stdout);
+  std::fputs(Summarize(*t, a.path, a.mangled).c_str(), stdout);
   return kExitOk;
 }
 
@@ -152,6 +189,14 @@ struct SynthArgs {
 };
 
 int RunSynth(const SynthArgs& a) {
+  if (auto v = ValidateScenario(a.s); !v) return ReportError(v.error());
+  const uint64_t calls = uint64_t{a.s.threads} * a.s.calls_per_thread;
+  if (calls < a.s.tuners)
+    return ReportError({fmt::format("synth: --tuners {} but only {} tuner call(s) ({} thread(s) x "
+                                    "--calls {}): some tuners would never be called; raise "
+                                    "--calls or --threads",
+                                    a.s.tuners, calls, a.s.threads, a.s.calls_per_thread),
+                        kExitUsage});
   if (auto r = Synthesize(a.s, a.out); !r) return ReportError(r.error());
   auto t = ReadTrace(a.out);
   if (!t) return ReportError(t.error());
@@ -166,10 +211,14 @@ int RunSynth(const SynthArgs& a) {
 void RegisterTraceCommands(CLI::App& app, CommandTable& table) {
   auto show = std::make_shared<ShowArgs>();
   CLI::App* sh = app.add_subcommand(
-      "show", "Summarize a trace: machine and GPUs, threads, launches per thread and device, "
-              "tuners and their calls, failures recorded, dropped records, truncation");
+      "show", "Summarize a trace: machine and GPUs, threads, launches per thread and device "
+              "(kernel names demangled), each thread's tuner calls (kernel, key), each tuner with "
+              "its in-parameters, restore_value, reset_to_zero and configs, failures recorded, "
+              "dropped records, truncation");
   sh->add_option("trace", show->path, "Trace file")->required();
   sh->add_flag("--frames", show->frames, "List the file's frames (offsets, kinds, sizes)");
+  sh->add_flag("--mangled", show->mangled,
+               "Kernel names as recorded (C++ kernels mangled), not demangled");
   sh->add_option("--raw-frame", show->raw_frame,
                  "Write frame N's payload (packed Cap'n Proto) to stdout, for "
                  "'capnp decode --packed traces/schema/trace.capnp Chunk'")

@@ -45,6 +45,12 @@ replay_all() {
   "$bin" check "$real" --fix lock-run --bound 2 >>"$out" 2>&1 || true
   "$bin" check "$real" --fix tls-nargs --bound 1 >>"$out" 2>&1 || true
   "$bin" fuzz "$trace" --runs 200 --strategy timed >>"$out" 2>&1 || true
+  # Targeted checks, race lists, saved failures and what show prints (demangled kernels).
+  "$bin" check "$real" --failure in-param-not-in-cache >>"$out" 2>&1 || true
+  "$bin" fuzz "$trace" --runs 100 --races --json >>"$out" 2>&1 || true
+  rm -rf "$tmp/saved" && "$bin" fuzz "$real" --runs 100 --save-failures "$tmp/saved" >>"$out" 2>&1 || true
+  cat "$tmp"/saved/*.sched >>"$out"
+  "$bin" show "$native" >>"$out" 2>&1 || true
   for fix in none tls-nargs lock-run owner-thread; do
     "$bin" check "$trace" --fix "$fix" --runs 300 >>"$out" 2>&1 || true
   done

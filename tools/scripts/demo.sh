@@ -35,8 +35,24 @@ for fix in tls-nargs lock-key-future lock-run; do
   say rerace check "$native" --fix "$fix" "| grep verdict"
   "$rerace" check "$native" --fix "$fix" | grep -E '^verdict'
 done
+py=build/py/venv/bin/python
+if [ -x "$py" ]; then
+  say rerace replay "$trace" --engine python --python-exe "$py" --seed 3 "| head -5   # Triton 3.6's own Autotuner code, not a model"
+  "$rerace" replay "$trace" --engine python --python-exe "$py" --seed 3 2>&1 | head -6
+  for fix in tls-nargs lock-run; do
+    say rerace fuzz "$trace" --engine python --python-exe "$py" --fix "$fix" --runs 20 "| grep -E 'runs,|^  \[1\]'   # the fix as a patch file: tools/python/rerace_real/fixes/"
+    "$rerace" fuzz "$trace" --engine python --python-exe "$py" --fix "$fix" --runs 20 2>/dev/null | grep -E 'runs,|^  \[1\]'
+  done
+  patched=traces/samples/triton-lock-run-patched-h200.rrt
+  say rerace replay "$patched" "   # a recording of a patched program: the model will not check stock code for it"
+  "$rerace" replay "$patched" 2>&1 | cut -c1-160
+else
+  echo "demo: $py is missing (tools/scripts/python-envs.sh): the real-code engine's part is skipped"
+fi
 echo
 echo "demo: the H200's verdicts, reproduced on a CPU from one recorded step: unpatched fails"
 echo "demo: (KeyError: 'y_ptr' in the same 7 of 8 threads), thread-local nargs (triton issue"
 echo "demo: 11494) still fails, a lock around Autotuner.run holds. The native C++ step (8 real"
 echo "demo: runs per fix, docs/FIDELITY.md) agrees: tls-nargs and lock-key-future fail, lock-run holds."
+echo "demo: With --engine python the installed Triton's own code, with the fix as a patch file, gives"
+echo "demo: the same answers (docs/ENGINE.md)."

@@ -8,12 +8,8 @@ missing=()
 for p in "${need[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
-# Triton 3.6 (its real autotuner, run with a fake kernel, backs the probe's tests).
-if ! python3 -c 'import triton, sys; sys.exit(triton.__version__ != "3.6.0")' 2>/dev/null; then
-  echo "install-deps: installing triton==3.6.0 from PyPI (for the probe's tests)"
-  python3 -m pip install --quiet --disable-pip-version-check triton==3.6.0 ||
-    echo "install-deps: triton not installed; the probe's tests will skip"
-fi
+# Python and Triton live in the build tree (tools/scripts/python-envs.sh), not here.
+command -v python3 >/dev/null 2>&1 || need+=(python3 python3-venv)
 [ ${#missing[@]} -eq 0 ] && exit 0
 echo "install-deps: installing ${missing[*]}"
 SUDO=""

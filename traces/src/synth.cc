@@ -75,6 +75,34 @@ Result<void> ValidateScenario(const Scenario& s) {
   return {};
 }
 
+std::vector<std::string> SynthCommand(const Scenario& s) {
+  std::vector<std::string> c = {"rerace", "synth"};
+  auto add = [&c](const char* flag, const std::string& value) {
+    c.push_back(fmt::format("--{}={}", flag, value));
+  };
+  auto add_list = [&c](const char* flag, const std::vector<std::string>& values) {
+    if (values.empty()) return;
+    c.push_back(fmt::format("--{}", flag));
+    c.insert(c.end(), values.begin(), values.end());
+  };
+  add("threads", std::to_string(s.threads));
+  add("tuners", std::to_string(s.tuners));
+  add("configs", std::to_string(s.configs));
+  add("calls", std::to_string(s.calls_per_thread));
+  add_list("keys", s.keys);
+  add_list("args", s.arg_names);
+  add_list("restore-value", s.restore_value);
+  add_list("reset-to-zero", s.reset_to_zero);
+  add("reps", std::to_string(s.repetitions));
+  add("bench-ns", std::to_string(s.bench_ns));
+  add("kernel-ns", std::to_string(s.kernel_ns));
+  add("other-launches", std::to_string(s.other_launches));
+  add("gpus", std::to_string(s.gpus));
+  add("seed", std::to_string(s.seed));
+  add("tuner-class", s.tuner_class);
+  return c;
+}
+
 namespace {
 Result<void> WriteScenario(const Scenario& s, const std::string& path);
 }  // namespace
@@ -107,7 +135,7 @@ Result<void> WriteScenario(const Scenario& s, const std::string& path) {
   h.recorder_version = "rerace-synth";
   h.host = "synthetic";
   h.pid = 1;
-  h.command_line = {"rerace", "synth", fmt::format("--seed={}", s.seed)};
+  h.command_line = SynthCommand(s);
   h.start_cpu_ns = 1'000'000'000;
   for (uint32_t g = 0; g < s.gpus; ++g) {
     h.gpus.push_back({g, "Synthetic GPU", fmt::format("GPU-synthetic-{}", g), 80ull << 30});
@@ -168,7 +196,9 @@ Result<void> WriteScenario(const Scenario& s, const std::string& path) {
     };
     for (uint32_t o = 0; o < s.other_launches; ++o) launch(other, Around(rng, s.kernel_ns), 64);
     for (uint32_t call = 0; call < s.calls_per_thread; ++call) {
-      const uint32_t tn = call % s.tuners;
+      // Thread t's call i tunes kernel (t + i) mod tuners, as it uses key (t + i) mod keys: with
+      // as many threads as tuners, every tuner is called even with one call per thread.
+      const uint32_t tn = (t + call) % s.tuners;
       const std::string& key = s.keys[(t + call) % s.keys.size()];
       TunerEvent base;
       base.tuner = 0x7f0000001000ull + tn * 0x100;

@@ -10,8 +10,12 @@ It wraps ``triton.runtime.autotuner.Autotuner`` when that module is imported: ``
 bench-end with ``do_bench``'s quantiles and the repetitions), the default pre- and post-hooks
 (one mark per repetition, before the hook touches ``restore_copies``), and the final launch.
 With ``RERACE_PROBE_FIELDS=1`` it also marks every write of ``nargs``, ``cache``,
-``restore_copies`` and ``best_config``. FLA's ``CachedAutotuner`` subclasses ``Autotuner``
-and is covered by the same wrappers (its class name is recorded).
+``restore_copies`` and ``best_config``. The first call of each tuner carries, in its call-begin
+mark's ``detail=`` field, a JSON object that says what ran (``metadata``): the kernel's module
+and qualname, the key names, the Python, GIL, Triton and FLA versions, and where ``run`` and the
+``nargs`` / ``restore_copies`` descriptors resolved to at that call, so a patched program is
+recognised. FLA's ``CachedAutotuner`` subclasses ``Autotuner`` and is covered by the same
+wrappers (its class name is recorded).
 
 Marks use the recorder's grammar (recorder/include/rerace/recorder/grammar.h) and travel as
 NVTX marks (``torch.cuda.nvtx.mark``). ``Lock`` is a ``threading.Lock`` whose acquisitions and
@@ -20,12 +24,19 @@ releases are recorded, so a fix written in Python is checked as it was implement
 
 import importlib.abc
 import importlib.util
+import json
 import os
+import platform
 import sys
+import sysconfig
 import threading
 import traceback
 
-__all__ = ["Lock", "install", "install_import_hook", "set_emitter", "patch_autotuner", "encode"]
+__all__ = ["Lock", "install", "install_import_hook", "set_emitter", "patch_autotuner", "encode",
+           "metadata"]
+
+#: Version of the metadata object (its "v" field).
+METADATA_VERSION = 1
 
 _emitter = None
 _tls = threading.local()
@@ -173,6 +184,147 @@ def _mark(tuner, kind, **f):
     _emit(encode(kind, id(tuner), _class_name(tuner), _kernel_name(tuner), **f))
 
 
+def _unwrap(fn):
+    """The function the probe's own wrapper stands for (a patch applied before the probe)."""
+    seen = 0
+    while getattr(fn, "_rerace_probe_wraps", None) is not None and seen < 8:
+        fn = fn._rerace_probe_wraps
+        seen += 1
+    return fn
+
+
+def _where_defined(obj):
+    """{module, qualname, file, line} of a function (or of an object's type otherwise)."""
+    obj = _unwrap(obj)
+    fn = getattr(obj, "__func__", obj)  # bound and class methods
+    code = getattr(fn, "__code__", None)
+    if code is None and not hasattr(fn, "__qualname__"):
+        fn = type(fn)
+    out = {"module": getattr(fn, "__module__", None),
+           "qualname": getattr(fn, "__qualname__", getattr(fn, "__name__", None))}
+    if code is not None:
+        out["file"] = code.co_filename
+        out["line"] = code.co_firstlineno
+    return out
+
+
+def _descriptor(cls, name):
+    """How class attribute ``name`` is defined, when it is a descriptor (a property...)."""
+    for klass in cls.__mro__:
+        if name in vars(klass):
+            v = vars(klass)[name]
+            break
+    else:
+        return None
+    if not hasattr(type(v), "__get__"):
+        return None
+    if isinstance(v, property):
+        out = {"kind": "property", "owner": klass.__module__ + "." + klass.__qualname__}
+        for part in ("fget", "fset", "fdel"):
+            f = getattr(v, part)
+            if f is not None:
+                out[part] = _where_defined(f)
+        return out
+    t = type(v)
+    return {"kind": t.__module__ + "." + t.__qualname__,
+            "owner": klass.__module__ + "." + klass.__qualname__}
+
+
+def _version(module_name, dist=None):
+    mod = sys.modules.get(module_name)
+    if mod is None:
+        return None
+    v = getattr(mod, "__version__", None)
+    if v is None and dist:
+        try:
+            from importlib import metadata as md
+
+            v = md.version(dist)
+        except Exception:
+            v = None
+    return None if v is None else str(v)
+
+
+def _gil():
+    check = getattr(sys, "_is_gil_enabled", None)
+    if check is not None:
+        return bool(check()), "sys._is_gil_enabled"
+    # Before 3.13 CPython has no free-threaded build: the GIL is always there.
+    return platform.python_implementation() == "CPython", "version"
+
+
+def metadata(tuner):
+    """What ran at this tuner's call, as a JSON-ready dict (the first call-begin's detail=)."""
+    cls = type(tuner)
+    base = getattr(tuner, "base_fn", None)
+    gil, gil_source = _gil()
+    out = {
+        "v": METADATA_VERSION,
+        "kernel": {"module": getattr(base, "__module__", None),
+                   "qualname": getattr(base, "__qualname__", getattr(base, "__name__", None))},
+        "keys": [str(k) for k in (getattr(tuner, "keys", None) or [])],
+        "class": {"module": cls.__module__, "qualname": cls.__qualname__},
+        "python": {"implementation": platform.python_implementation(),
+                   "version": platform.python_version(),
+                   "gil": gil, "gil_source": gil_source,
+                   "free_threaded_build": bool(sysconfig.get_config_var("Py_GIL_DISABLED")),
+                   "switch_interval": sys.getswitchinterval()},
+        "triton": _version("triton", "triton"),
+        "fla": _version("fla", "flash-linear-attention"),
+        "run": _where_defined(cls.run),
+    }
+    # Where Autotuner.run itself resolves (a subclass such as FLA's calls it through super()).
+    for klass in cls.__mro__:
+        if klass.__name__ == "Autotuner" and klass.__module__ == "triton.runtime.autotuner":
+            if klass is not cls:
+                out["autotuner_run"] = _where_defined(klass.run)
+            break
+    bench = getattr(cls, "_bench", None)
+    if bench is not None:
+        out["bench"] = _where_defined(bench)
+    fields = {}
+    for name in ("nargs", "restore_copies", "cache", "best_config"):
+        d = _descriptor(cls, name)
+        if d is not None:
+            fields[name] = d
+    if fields:
+        out["fields"] = fields
+    hooks = {}
+    for name in ("pre_hook", "post_hook"):
+        h = getattr(tuner, name, None)
+        if h is not None:
+            hooks[name] = _where_defined(h)
+            hooks[name]["user_defined"] = bool(getattr(tuner, "user_defined_" + name, False))
+    out["hooks"] = hooks
+    prune = {}
+    for name in ("early_config_prune", "perf_model"):
+        f = getattr(tuner, name, None)
+        if f is not None:
+            prune[name] = _where_defined(f)
+    if prune:
+        prune["top_k"] = getattr(tuner, "configs_top_k", None)
+        out["prune_configs_by"] = prune
+    if hasattr(tuner, "cache_results"):
+        out["cache_results"] = bool(tuner.cache_results)
+    return out
+
+
+def _metadata_once(tuner):
+    """The metadata JSON for this tuner's first call (None on later calls, whichever thread)."""
+    token = object()
+    try:
+        d = vars(tuner)
+    except TypeError:
+        return None
+    if "_rerace_meta" in d or d.setdefault("_rerace_meta", token) is not token:  # atomic
+        return None
+    try:
+        return json.dumps(metadata(tuner), sort_keys=True, separators=(",", ":"), default=str)
+    except Exception as e:  # never break the recorded program
+        return json.dumps({"v": METADATA_VERSION, "error": "%s: %s" % (type(e).__name__, e)})
+
+
+
 class _FnProxy:
     """Stands in for Autotuner.fn to see the final launch (not the benchmark launches)."""
 
@@ -218,6 +370,8 @@ def _wrap_hooks(tuner):
             _mark(tuner, "post-hook", config=bench[1], detail=names)
         return post(kwargs, exception)
 
+    pre_hook._rerace_probe_wraps = pre
+    post_hook._rerace_probe_wraps = post
     object.__setattr__(tuner, "pre_hook", pre_hook)
     object.__setattr__(tuner, "post_hook", post_hook)
 
@@ -241,6 +395,7 @@ def patch_autotuner(module):
     def run(self, *args, **kwargs):
         key = _key(self, args, kwargs)
         _mark(self, "call-begin", key=key, configs=[str(c) for c in self.configs],
+              detail=_metadata_once(self) if _enabled else None,
               args=list(self.arg_names),
               restore=[self.arg_names.index(n) for n in self.restore_value if n in self.arg_names],
               reset=[self.arg_names.index(n) for n in self.reset_to_zero if n in self.arg_names])
@@ -266,6 +421,8 @@ def patch_autotuner(module):
         _mark(self, "bench-end", config=i, timings=timings, reps=reps)
         return result
 
+    run._rerace_probe_wraps = orig_run
+    _bench._rerace_probe_wraps = orig_bench
     A.__init__ = __init__
     A.run = run
     A._bench = _bench

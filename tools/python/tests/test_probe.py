@@ -1,12 +1,20 @@
 """Tests of the Triton probe against the real triton.runtime.autotuner (Triton 3.6 from PyPI),
-with a fake kernel and fake tensors: no GPU needed. Skipped when Triton is not installed."""
+with a fake kernel and fake tensors: no GPU needed. Skipped when Triton is not installed.
 
+Also the named fixes (tools/python/rerace_real/fixes/) under the probe: each patch runs in its
+own interpreter (a patch changes Autotuner for the whole process)."""
+
+import json
 import os
+import platform
 import re
+import subprocess
 import sys
 import threading
 import time
 import unittest
+import urllib.parse
+import importlib.util as importlib_util
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 import rerace_probe  # noqa: E402
@@ -160,6 +168,246 @@ class ProbeTest(unittest.TestCase):
     def test_escaping_matches_the_recorder_grammar(self):
         text = rerace_probe.encode("read", 255, "c", "k", key="a b|c=d%", config=2)
         self.assertEqual(text, "rerace:tuner kind=read tuner=0xff class=c kernel=k key=a%20b%7Cc%3Dd%25 config=2")
+
+
+def _detail(text):
+    m = re.search(r" detail=(\S+)", text)
+    return json.loads(urllib.parse.unquote(m.group(1))) if m else None
+
+
+class PatchedTuner(triton_autotuner.Autotuner if triton else object):
+    """A tuner class as a user's patch leaves it: its own run and a property for nargs."""
+
+    def run(self, *args, **kwargs):
+        return super().run(*args, **kwargs)
+
+    @property
+    def nargs(self):
+        return getattr(_PATCH_TLS, "nargs", None)
+
+    @nargs.setter
+    def nargs(self, value):
+        _PATCH_TLS.nargs = value
+
+
+_PATCH_TLS = threading.local()
+
+
+@unittest.skipIf(triton is None, "triton not installed")
+class MetadataTest(unittest.TestCase):
+    """The first call-begin of each tuner carries what ran, as JSON in detail=."""
+
+    def setUp(self):
+        self.marks = []
+        self.lock = threading.Lock()
+
+        def emit(text):
+            with self.lock:
+                self.marks.append(text)
+
+        rerace_probe.set_emitter(emit)
+        rerace_probe.patch_autotuner(triton_autotuner)
+
+    def tearDown(self):
+        rerace_probe.set_emitter(None)
+
+    def begins(self):
+        return [t for t in self.marks if "kind=call-begin" in t]
+
+    def test_first_call_carries_metadata_once(self):
+        tuner = make_tuner(2)
+        tuner.run(FakeTensor(0), FakeTensor(0), 4096)
+        tuner.run(FakeTensor(0), FakeTensor(0), 4096)
+        first, second = self.begins()
+        self.assertIsNone(_detail(second))
+        meta = _detail(first)
+        self.assertEqual(meta["v"], 1)
+        self.assertEqual(meta["kernel"], {"module": kernel_py.__module__, "qualname": "kernel_py"})
+        self.assertEqual(meta["keys"], ["N"])
+        self.assertEqual(meta["python"]["version"], platform.python_version())
+        self.assertEqual(meta["python"]["implementation"], platform.python_implementation())
+        gil = getattr(sys, "_is_gil_enabled", lambda: True)()
+        self.assertEqual(meta["python"]["gil"], gil)
+        self.assertEqual(meta["triton"], triton.__version__)
+        self.assertEqual(meta["fla"], None if "fla" not in sys.modules else meta["fla"])
+        # Stock Triton: run resolves (through the probe's own wrapper) to Autotuner.run.
+        self.assertEqual(meta["run"]["module"], "triton.runtime.autotuner")
+        self.assertEqual(meta["run"]["qualname"], "Autotuner.run")
+        self.assertTrue(meta["run"]["file"].endswith(os.path.join("triton", "runtime", "autotuner.py")))
+        self.assertEqual(meta["bench"]["qualname"], "Autotuner._bench")
+        self.assertNotIn("fields", meta)
+        self.assertEqual(meta["hooks"]["post_hook"]["qualname"], "Autotuner.__init__.<locals>._post_hook")
+        self.assertFalse(meta["hooks"]["post_hook"]["user_defined"])
+        self.assertEqual(meta["class"], {"module": "triton.runtime.autotuner", "qualname": "Autotuner"})
+        # The mark still parses as the recorder's grammar expects: one token per field.
+        self.assertTrue(all("=" in tok for tok in first.split(" ")[1:]))
+
+    def test_metadata_once_when_threads_start_together(self):
+        tuner = make_tuner(2)
+        barrier = threading.Barrier(8)
+
+        def worker(i):
+            barrier.wait()
+            try:
+                tuner.run(FakeTensor(i), FakeTensor(i), 4096)
+            except Exception:
+                pass  # the race itself is not what this test is about
+
+        threads = [threading.Thread(target=worker, args=(i,)) for i in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        begins = self.begins()
+        self.assertEqual(len(begins), 8)
+        self.assertEqual(sum(_detail(t) is not None for t in begins), 1)
+
+    def test_a_patched_class_is_recognised(self):
+        configs = [triton.Config({"BLOCK_N": 64 << i}, num_warps=4) for i in range(2)]
+        tuner = PatchedTuner(FakeKernel(), ["x_ptr", "y_ptr", "N"], configs, key=["N"], reset_to_zero=None,
+                             restore_value=["y_ptr"], do_bench=fake_bench)
+        tuner.run(FakeTensor(0), FakeTensor(0), 4096)
+        meta = _detail(self.begins()[0])
+        self.assertEqual(meta["run"]["module"], PatchedTuner.__module__)
+        self.assertEqual(meta["run"]["qualname"], "PatchedTuner.run")
+        self.assertEqual(meta["autotuner_run"]["qualname"], "Autotuner.run")
+        nargs = meta["fields"]["nargs"]
+        self.assertEqual(nargs["kind"], "property")
+        self.assertEqual(nargs["fget"]["qualname"], "PatchedTuner.nargs")
+        self.assertEqual(nargs["fset"]["module"], PatchedTuner.__module__)
+        self.assertNotIn("restore_copies", meta["fields"])
+
+    def test_a_patch_applied_before_the_probe_is_still_named(self):
+        def user_run(self, *args, **kwargs):
+            return user_run.stock(self, *args, **kwargs)
+
+        class Early(triton_autotuner.Autotuner):
+            pass
+
+        # The user's patch first, then the probe wraps it (as when Triton was patched before
+        # the probe's import hook ran): the metadata names the user's run, not the probe's.
+        user_run.stock = triton_autotuner.Autotuner.run
+        Early.run = user_run
+        Early._rerace_patched = False
+        rerace_probe.patch_autotuner(type("Mod", (), {"Autotuner": Early}))
+        tuner = Early(FakeKernel(), ["x_ptr", "y_ptr", "N"], [triton.Config({"BLOCK_N": 64})] * 2,
+                      key=["N"], reset_to_zero=None, restore_value=["y_ptr"], do_bench=fake_bench)
+        tuner.run(FakeTensor(0), FakeTensor(0), 4096)
+        meta = _detail(self.begins()[0])
+        self.assertEqual(meta["run"]["qualname"], user_run.__qualname__)
+
+
+# A patch's run under the probe, in its own interpreter: eight threads, one cold tuner, the fake
+# kernel. Prints the errors, how many configs were benchmarked and the first call's metadata.
+_FIX_SCRIPT = r"""
+import importlib.util, json, re, sys, threading, urllib.parse
+import rerace_probe, test_probe as tp
+marks = []
+lock = threading.Lock()
+def emit(t):
+    with lock:
+        marks.append(t)
+rerace_probe.set_emitter(emit)
+from triton.runtime import autotuner
+rerace_probe.patch_autotuner(autotuner)
+A = autotuner.Autotuner
+state = lambda: [vars(A).get(n) for n in ("run", "nargs", "restore_copies")] + [sorted(vars(A))]
+idempotent = True
+for n, path in enumerate(sys.argv[1:]):
+    for again in range(2):  # a second import (under another name) must change nothing
+        spec = importlib.util.spec_from_file_location("patch%d_%d" % (n, again), path)
+        spec.loader.exec_module(importlib.util.module_from_spec(spec))
+        if again == 0:
+            first = state()
+        else:
+            idempotent = idempotent and state() == first
+tuner = tp.make_tuner(6)
+barrier = threading.Barrier(8)
+errors = []
+def worker(i):
+    x, y = tp.FakeTensor(i), tp.FakeTensor(i)
+    barrier.wait()
+    try:
+        tuner.run(x, y, 4096)
+    except Exception as e:
+        errors.append("%s: %s" % (type(e).__name__, e))
+ts = [threading.Thread(target=worker, args=(i,)) for i in range(8)]
+for t in ts: t.start()
+for t in ts: t.join()
+meta = [json.loads(urllib.parse.unquote(m.group(1))) for t in marks
+        for m in [re.search(r" detail=(\S+)", t)] if m and "kind=call-begin" in t]
+print(json.dumps({"idempotent": idempotent, "errors": errors, "benches": sum("kind=bench-begin" in t for t in marks),
+                  "launches": tuner.fn._fn.launches if hasattr(tuner.fn, "_fn") else tuner.fn.launches,
+                  "meta": meta}))
+"""
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+FIXES = os.path.join(HERE, "..", "rerace_real", "fixes")
+
+
+@unittest.skipIf(triton is None, "triton not installed")
+class FixesTest(unittest.TestCase):
+    """The named fixes on the real Triton code, eight threads, a cold cache, under the probe."""
+
+    def run_fix(self, *files):
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.join(HERE, ".."), HERE]))
+        env.pop("NVTX_INJECTION64_PATH", None)
+        out = subprocess.run([sys.executable, "-c", _FIX_SCRIPT] + [os.path.join(FIXES, f) for f in files],
+                             env=env, capture_output=True, text=True, timeout=120)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        res = json.loads(out.stdout.strip().splitlines()[-1])
+        self.assertTrue(res["idempotent"], "importing %s twice changed Autotuner again" % (files,))
+        self.assertEqual(len(res["meta"]), 1)
+        res["meta"] = res["meta"][0]
+        return res
+
+    def test_the_index_names_every_patch_file(self):
+        sys.path.insert(0, os.path.join(HERE, ".."))
+        try:
+            spec = importlib_util.spec_from_file_location("_fixes_index", os.path.join(FIXES, "__init__.py"))
+            index = importlib_util.module_from_spec(spec)
+            spec.loader.exec_module(index)
+        finally:
+            sys.path.pop(0)
+        self.assertEqual(sorted(index.FIXES), ["lock-key-event", "lock-run", "tls-nargs", "tls-state"])
+        for name in index.FIXES:
+            self.assertTrue(os.path.exists(index.path(name)), name)
+        with self.assertRaisesRegex(KeyError, "engine option"):
+            index.path("prewarm")
+
+    def test_stock_fails(self):
+        res = self.run_fix()
+        self.assertIn("KeyError: 'y_ptr'", res["errors"])
+        self.assertEqual(res["meta"]["run"]["qualname"], "Autotuner.run")
+
+    def test_lock_run_holds_and_is_recognised(self):
+        res = self.run_fix("lock_run.py")
+        self.assertEqual(res["errors"], [])
+        self.assertEqual(res["benches"], 6)  # one thread tuned; seven found the key cached
+        self.assertEqual(res["launches"], 6 * 3 + 8)
+        self.assertTrue(res["meta"]["run"]["file"].endswith("lock_run.py"))
+        self.assertEqual(res["meta"]["run"]["qualname"], "_apply.<locals>.run")
+
+    def test_tls_nargs_still_fails(self):
+        res = self.run_fix("tls_nargs.py")
+        self.assertIn("KeyError: 'y_ptr'", res["errors"])
+        fields = res["meta"]["fields"]
+        self.assertEqual(fields["nargs"]["fget"]["qualname"], "_get_nargs")
+        self.assertTrue(fields["nargs"]["fget"]["file"].endswith("tls_nargs.py"))
+        self.assertNotIn("restore_copies", fields)
+
+    def test_tls_state_holds_with_duplicate_tuning(self):
+        res = self.run_fix("tls_state.py")
+        self.assertEqual(res["errors"], [])
+        self.assertGreater(res["benches"], 6)  # several threads tuned the same key
+        fields = res["meta"]["fields"]
+        self.assertTrue(fields["restore_copies"]["fset"]["file"].endswith("tls_state.py"))
+
+    def test_lock_key_event_holds_and_tunes_once(self):
+        res = self.run_fix("lock_key_event.py")
+        self.assertEqual(res["errors"], [])
+        self.assertEqual(res["benches"], 6)
+        self.assertTrue(res["meta"]["run"]["file"].endswith("lock_key_event.py"))
 
 
 class DisabledTest(unittest.TestCase):

@@ -4,7 +4,7 @@
 // the exit code the command line should end with). It is `[[nodiscard]]`: a boundary call
 // whose result is dropped is a compile-time warning, and in CI an error.
 //
-//   Result<Trace> r = Trace::Open(path);
+//   Result<Trace> r = traces::ReadTrace(path);
 //   if (!r) { std::cerr << r.error().message << '\n'; return r.error().exit_code; }
 //   Trace& t = *r;
 //

@@ -2,9 +2,9 @@
 //
 // CheckFix explores schedules of the programs under a fix, with a portfolio of strategies
 // (random walk, PCT depth 2, PCT depth 3, in turn, each run its own seed, PCT's k measured by
-// one round-robin run), and stops at the first failing schedule: the counterexample. Not
-// exhaustive: "holds" means "held in every schedule explored" (bounded exhaustive exploration
-// by DPOR is issue 8's). The cost is the simulated step time under the timed strategy (the
+// one round-robin run), and stops at the first failing schedule: the counterexample (with
+// options.target, the first schedule with a finding of that kind). Not exhaustive: "holds"
+// means "held in every schedule explored"; CheckFixBounded below explores systematically. The cost is the simulated step time under the timed strategy (the
 // thread earliest in virtual time runs), with the fix and without, and of the recorded order.
 //
 // Deterministic: same program, options, runs and seed, same verdict. Single-threaded.
@@ -29,6 +29,8 @@ struct Verdict {
   std::string none_timed_failure;     // the timed run without a fix failed: its code
   Nanos makespan_recorded = 0;
   std::vector<DuplicateTuning> duplicates_fix;  // under the fix, timed strategy
+  std::vector<sim::Race> races;       // with options.detect_races: every distinct race of the
+                                      // schedules explored
 };
 
 // One run without preemption (round-robin, whole quantum): its step count is PCT's k, its

@@ -10,7 +10,9 @@
 //   lock-run          one global lock around Autotuner.run
 //   tls-nargs         self.nargs thread-local (the fix proposed in triton-lang/triton#11494)
 //   call-local        per-call state passed explicitly: nargs, restore_copies and the call's
-//                     full_nargs live in the call (as in Triton PR 11580)
+//                     full_nargs live in the call (the design of an unmerged upstream Triton
+//                     branch, "call-local": an RLock around cold misses, thread-local
+//                     restore_copies, nargs passed into _bench; its PR number is unconfirmed)
 //   lock-key-future   a lock plus a per-key future for cache population: one thread tunes a
 //                     key, the others wait for its result (as in PR 8437)
 //   per-thread-tuner  each thread its own copy of the tuner

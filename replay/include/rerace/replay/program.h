@@ -83,7 +83,17 @@ struct Program {
   std::vector<std::string> tuner_classes;  // seen, in order of first call
   Nanos recorded_span_ns = 0;           // CPU time from the first to the last event
   bool truncated = false;
+  // Per tuner object: what the probe recorded about it at its first call (JSON, in the
+  // call-begin mark's detail): kernel module and qualname, key names, Python version and GIL,
+  // Triton and FLA versions, and what `run`, `_bench` and the fields resolved to at call time
+  // (a patched program is recognised by them). Empty for recordings of older probes.
+  std::map<uint64_t, std::string> tuner_meta;
 };
+
+// What the recording says was patched in a tuner's class (`run` or `_bench` resolving to a
+// function outside Triton and FLA, or a field made a descriptor), one line each, from
+// Program::tuner_meta; empty when nothing was, or when the probe recorded no metadata.
+std::vector<std::string> PatchedParts(const Program& p);
 
 // Builds the programs. Errors (exit 65) name the trace and event: a tuner call that never
 // says which configs it has, a transition outside a call, a config index out of range.

@@ -39,6 +39,9 @@
 namespace rerace::sim {
 class StackPool;
 }
+namespace rerace::replay::detail {
+class PythonProcess;
+}
 
 namespace rerace::replay {
 
@@ -49,6 +52,17 @@ struct ReplayOptions {
   uint64_t max_steps = 2'000'000;
   Nanos launch_cpu_ns = 4'000;  // CPU time a launch costs its thread
   bool detect_races = false;    // happens-before race detection (sim/race_detector.h)
+  // The engine: "model" (the C++ tuner models) or "python" (the real tuner code, run by
+  // tools/python/rerace_real in `python_exe`; see replay/src/python_engine.h).
+  std::string engine = "model";
+  std::vector<std::string> patches;       // python: files imported before the tuners are built
+  // python: "gil" or "free-threaded" switch points; "auto": as the recorded interpreter ran
+  // (the probe's metadata), the GIL when the recording does not say.
+  std::string python_mode = "auto";
+  std::string python_exe = "python3";
+  // --failure KIND: only a finding with this code makes a run count as failing for check's
+  // verdict and fuzz's findings (empty: any finding). Does not change a run.
+  std::string target;
 };
 
 struct Finding {
@@ -82,6 +96,9 @@ struct ReplayResult {
   Nanos makespan = 0;                     // simulated step time
   uint64_t left_recording = 0;            // --recorded: transitions the model could not match
   std::vector<sim::Race> races;           // with detect_races
+  // What ran: "model", or the python engine's interpreter, mode, Triton and patches
+  // (Replayer::EngineSummary); a saved schedule records it and replays only under the same.
+  std::string engine;
   bool failed() const { return !findings.empty(); }
   // Distinct failure signature, for fuzz's de-duplication: codes and where, not thread ids.
   std::string Signature() const;
@@ -101,6 +118,15 @@ class Replayer {
   // The same, with the recorded-order strategy handed to `wrap` first (a StepLog, say).
   ReplayResult RunRecorded(const std::function<sim::Strategy&(sim::Strategy&)>& wrap);
 
+  // python engine: starts the Python process (Triton, patches, tuners) now, for a clean error;
+  // returns what it reports (JSON: versions, switch rules, replaced parts, patches applied).
+  // Run() starts it when this was not called, and throws on failure. Model engine: "".
+  [[nodiscard]] Result<std::string> StartEngine();
+
+  // One line naming what runs: "model", or for the python engine "python: CPython 3.12 (GIL),
+  // Triton 3.6.0, patches lock_run.py". Starts the engine if needed ("" if it cannot start).
+  std::string EngineSummary();
+
   const Program& program() const { return program_; }
   const ReplayOptions& options() const { return options_; }
   std::string ModelName() const;
@@ -111,15 +137,58 @@ class Replayer {
   const Program& program_;
   ReplayOptions options_;
   std::unique_ptr<sim::StackPool> pool_;
+  std::unique_ptr<detail::PythonProcess> py_;
 };
+
+// python engine: resolves `--fix` text: names joined by '+', each "none", "prewarm" (the
+// engine runs every recorded call once, serially, before the threads) or a patch file shipped
+// in tools/python/rerace_real/fixes/ ("lock-run" is fixes/lock_run.py). Sets o.fix.name,
+// o.fix.prewarm and prepends the patch files to o.patches. Unknown names: exit 64, listing
+// the known ones.
+[[nodiscard]] Result<void> UsePythonFix(const std::string& text, ReplayOptions& o);
+// One line for people from what the python engine reports when it starts (JSON).
+std::string DescribeEngine(const std::string& info_json);
+// The folder holding the engine's Python package (RERACE_PYTHONPATH, else the source tree's).
+std::string PythonEngineDir();
 
 // The text report: the failure first (as Python raised it, then in rerace's words), each
 // involved thread's last steps, the simulated step time, warnings, how to replay it.
 std::string FormatReport(const ReplayResult& r, const Program& p, const std::string& replay_hint);
-std::string FormatJson(const ReplayResult& r, const Program& p);
+// With `with_races`, a "races" array (RacesJson) is added.
+std::string FormatJson(const ReplayResult& r, const Program& p, bool with_races = false);
+std::string RacesJson(const std::vector<sim::Race>& races);
+// Adds the races of `from` not yet in `into` (same object and the same two source labels).
+void MergeRaces(std::vector<sim::Race>& into, const std::vector<sim::Race>& from);
 // The races of a run, one per line, each with the failures of `involved` that touch either
 // access's source line.
 std::string FormatRaces(const std::vector<sim::Race>& races, const std::vector<Finding>& involved);
 std::string JsonEscape(const std::string& s);
+
+// What a run means for the command line, beyond "failed or not": a divergence (a saved
+// schedule that does not fit this program, fix, model or reps) is bad input, exit 65; an
+// exception that escaped the model or a failed check is a bug in rerace, exit 70. Neither is a
+// race, so neither may end a command with exit 1. Returns the error (message and exit code) for
+// those two, nothing for a run that failed or passed on its own terms.
+std::optional<Error> RunError(const ReplayResult& r);
+
+// The finding codes a run can report (for --failure), in order of harm as docs/MODEL.md ranks
+// them: silent corruption, crashes, deadlocks, then the scheduler's step bound.
+const std::vector<std::string>& FailureKinds();
+// `kind` is a code ("nargs-none"), or a code and where it happened, "CODE@WHERE" (the finding's
+// `where` contains WHERE: "nargs-none@autotuner.py:233"); empty matches any finding.
+bool Matches(const Finding& f, const std::string& kind);
+// Whether `r` has a finding of `kind` (any finding when `kind` is empty), or a RunError.
+bool Hits(const ReplayResult& r, const std::string& kind);
+// The first finding of `kind` by step (the first finding when `kind` is empty), or null.
+const Finding* FirstOf(const ReplayResult& r, const std::string& kind);
+// The number of threads of `p` that call a tuner (the workers; not a main thread that only
+// launched or synchronized), as the summary counts them: "7 of 8 threads".
+uint32_t WorkerThreads(const Program& p);
+
+// The tuner classes `--model auto` recognizes: Triton's Autotuner (a class under `triton.`),
+// FLA's CachedAutotuner (a class under `fla.` or naming CachedAutotuner) and rerace's native
+// tuner (under `rerace.kernels.`). Returns the first class of `p` that is none of these, which
+// no model may stand for without the user saying so (--model).
+std::optional<std::string> UnknownTunerClass(const Program& p);
 
 }  // namespace rerace::replay

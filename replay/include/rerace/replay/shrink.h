@@ -18,9 +18,17 @@ struct Shrunk {
   uint64_t preemptions_before = 0, preemptions_after = 0;
   uint64_t steps_before = 0, steps_after = 0;  // steps up to the first failure
   uint64_t tries = 0;
+  // Whether `result`'s first failure is the one asked for (false only when that failure was
+  // not the first in `failing` and no shorter prefix made it first: `result` is then `failing`).
+  bool first_matches = true;
 };
 
-Shrunk ShrinkFailure(Replayer& replayer, const ReplayResult& failing);
+// Shrinks towards the first finding of `kind` in `failing` (its first finding when `kind` is
+// empty) becoming the run's first failure: what fuzz saves for each distinct failure and what
+// `--failure KIND` asks for.
+Shrunk ShrinkFailure(Replayer& replayer, const ReplayResult& failing, const std::string& kind = "");
+// The first finding of `code` at `where` in `failing`, made the first failure where a prefix can.
+Shrunk ShrinkTo(Replayer& replayer, const ReplayResult& failing, const Finding& target);
 std::string DescribeShrink(const Shrunk& s);
 
 }  // namespace rerace::replay

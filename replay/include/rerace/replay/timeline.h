@@ -43,6 +43,16 @@ class StepLog final : public sim::Strategy {
 
 // `steps` from the StepLog the run was made with.
 std::string ReplayTimeline(const ReplayResult& r, const std::vector<StepLog::Step>& steps);
+// Kernels as a slice per launch, named by the demangled kernel (Demangle), the raw name in its
+// "mangled" argument; each tuner call a B/E pair (a call the trace never ends is closed at its
+// thread's last event, with a note).
 std::string TraceTimeline(const traces::Trace& t);
+
+// A kernel's name as its source spells it, from the mangled symbol CUDA reports for C++
+// kernels ("_ZN6rerace7kernels...NormKernelEPKfS3_Pfllib" → "rerace::kernels::(anonymous
+// namespace)::NormKernel(float const*, float const*, float*, long, long, int, bool)"); a name
+// that is not a mangled C++ name (Triton's kernels) comes back unchanged. Uses the C++
+// runtime's demangler (abi::__cxa_demangle).
+std::string Demangle(const std::string& name);
 
 }  // namespace rerace::replay

@@ -1,8 +1,8 @@
 // rerace/sim/strategy.h: how the scheduler chooses the next thread.
 //
 // A Strategy is asked once per step (see `Choice` in scheduler.h) and returns one of the
-// runnable threads. Strategies own their random stream; a strategy object serves one run
-// (construct a new one per run, or call Reset between runs).
+// runnable threads. Strategies own their random stream; a strategy object serves one run:
+// construct a new one per run (MakeStrategy with the run's seed).
 //
 //   RoundRobin      rotates through runnable threads every `quantum` steps. Consumes no
 //                   randomness. The baseline that misses most bugs.

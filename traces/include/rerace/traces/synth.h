@@ -27,7 +27,8 @@ struct Scenario {
   uint32_t threads = 8;
   uint32_t tuners = 1;               // distinct autotuned kernels
   uint32_t configs = 12;
-  uint32_t calls_per_thread = 1;     // tuner calls each thread makes, in turn over the tuners
+  uint32_t calls_per_thread = 1;     // tuner calls each thread makes; thread t's call i tunes
+                                     // kernel (t + i) mod tuners
   std::vector<std::string> keys = {"4096"};  // key values (key = ['N']); call i uses keys[i % n]
   std::vector<std::string> arg_names = {"x_ptr", "y_ptr", "N"};
   std::vector<std::string> restore_value = {"y_ptr"};
@@ -51,5 +52,8 @@ inline constexpr uint64_t kMaxSynthKernelNs = 1'000'000'000'000ull;  // 1000 s
 // Checks a scenario; the message names the offending field (exit 64).
 Result<void> ValidateScenario(const Scenario& s);
 Result<void> Synthesize(const Scenario& s, const std::string& path);
+// The command line recorded in the trace's header: every parameter of the scenario, as
+// `rerace synth` flags (the output path aside), so that the header says how to make it again.
+std::vector<std::string> SynthCommand(const Scenario& s);
 
 }  // namespace rerace::traces

@@ -1,0 +1,102 @@
+// replay/src/python_engine.h: the real-code engine's C++ side (private to replay).
+//
+// `--engine python` replays through the real tuner code: tools/python/rerace_real runs each
+// recorded thread as a real Python thread in the Triton installed where rerace runs, with the
+// user's patches, one thread at a time. This side keeps rerace's scheduler in charge: each
+// recorded thread is a *proxy fiber* on the ordinary `sim::Scheduler`. When the strategy picks
+// a proxy, it tells its Python thread to go on ("g <thread> <step>"); the Python thread runs to
+// its next scheduling point and says what it will do there: a read or write of a tuner field
+// (`Point` with the object it touches, for DPOR and race detection), a lock operation (a
+// `sim::Mutex`, so waits and deadlocks are the scheduler's), a condition wait or notify (a
+// `sim::CondVar`), time on the virtual GPU (`Advance`), a finding, or the end of the thread.
+// So strategies, schedule files, divergence, the step bound, DPOR, shrinking and reports work
+// on the real code as they do on the C++ models.
+//
+// Process layout: one `PythonProcess` per Replayer (Python, Triton and the patches are loaded
+// once); it forks a child per run, so every run starts from the same pristine state.
+//
+// Errors: a Python process that cannot start, import Triton or a patch, or build a tuner fails
+// `PythonProcess::Start` with a one-line message (exit 65 for the trace's content, 66 for a
+// missing file, 70 otherwise). A protocol error or a crash of the Python side during a run
+// throws `EngineError` (an internal error: exit 70).
+//
+// Threads: used from the scheduler's OS thread only.
+#pragma once
+
+#include <sys/types.h>
+
+#include <map>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "rerace/replay/replay.h"
+#include "rerace/sim/sync.h"
+
+namespace rerace::replay::detail {
+
+class EngineError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+class PythonProcess {
+ public:
+  // Starts the engine for `p`: sends the program, waits for "ready".
+  [[nodiscard]] static Result<std::unique_ptr<PythonProcess>> Start(const Program& p,
+                                                                    const ReplayOptions& o);
+  ~PythonProcess();
+  PythonProcess(const PythonProcess&) = delete;
+  PythonProcess& operator=(const PythonProcess&) = delete;
+
+  void Send(const std::string& line);  // throws EngineError
+  std::string Read();                  // one line without its newline; throws EngineError
+  // What the engine said when ready (JSON): versions, switch rules, replaced parts, patches.
+  const std::string& info() const { return info_; }
+
+ private:
+  PythonProcess() = default;
+  pid_t pid_ = -1;
+  int to_ = -1;
+  int from_ = -1;
+  std::string buf_;
+  std::string info_;
+};
+
+// One line naming the interpreter, mode, Triton and patches of an engine's ready report.
+std::string EngineSummaryOf(const std::string& info_json);
+
+// The program as JSON for the engine (threads with their operations, the recorded calls).
+std::string ProgramJson(const Program& p);
+
+// One run's world on the C++ side: the proxy fibers and the locks and conditions the Python
+// threads use.
+class PythonWorld {
+ public:
+  PythonWorld(sim::Scheduler& s, const Program& p, PythonProcess& py);
+  // The body of proxy fiber `t`.
+  void RunThread(uint32_t t);
+  // After sched.Run(): ends the Python run, collects the findings.
+  void Finalize(ReplayResult& r);
+
+ private:
+  void Go(uint32_t t, int value = 0);
+  const char* Label(const std::string& text);
+  uint32_t Object(const std::string& name);
+  sim::Mutex& MutexNamed(const std::string& name);
+  sim::CondVar& CondNamed(const std::string& name);
+  void AddFinding(uint32_t t, const std::string& json);
+
+  sim::Scheduler& s_;
+  const Program& p_;
+  PythonProcess& py_;
+  std::map<std::string, std::unique_ptr<std::string>> labels_;  // stable storage for labels
+  std::map<std::string, uint32_t> objects_;
+  std::map<std::string, std::unique_ptr<sim::Mutex>> mutexes_;
+  std::map<std::string, std::unique_ptr<sim::CondVar>> conds_;
+  std::vector<Finding> findings_;
+  std::string error_;  // an engine error seen inside a fiber
+};
+
+}  // namespace rerace::replay::detail

@@ -1,0 +1,435 @@
+// Every report tells the truth (issue 16): what rerace prints, run as a user runs it, matches
+// what it does. Each test names the item of the issue it covers.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "rerace/testing/cli.h"
+
+namespace {
+
+using rerace::testing::CliRun;
+using rerace::testing::Has;
+using rerace::testing::Lines;
+using rerace::testing::Rerace;
+using rerace::testing::SampleTrace;
+using rerace::testing::Slurp;
+using rerace::testing::Source;
+
+size_t Count(const std::string& text, const std::string& part) {
+  size_t n = 0;
+  for (size_t p = text.find(part); p != std::string::npos; p = text.find(part, p + 1)) ++n;
+  return n;
+}
+
+std::string TempDir(const std::string& name) {
+  const std::string d = ::testing::TempDir() + "/report-" + name + "-" + std::to_string(getpid());
+  std::filesystem::remove_all(d);
+  std::filesystem::create_directories(d);
+  return d;
+}
+
+// "FAILED: CODE in thread N (NAME) at step S" → CODE ("" when the report has no failure).
+std::string FailedCode(const std::string& report) {
+  static const std::regex re("(^|\n)FAILED: ([a-z-]+)");
+  std::smatch m;
+  return std::regex_search(report, m, re) ? m[2].str() : "";
+}
+
+// The thread name of the FAILED line, "" without one.
+std::string FailedThread(const std::string& report) {
+  static const std::regex re("(^|\n)FAILED: [a-z-]+ in thread [0-9]+ \\(([^)]*)\\)");
+  std::smatch m;
+  return std::regex_search(report, m, re) ? m[2].str() : "";
+}
+
+// Item 3: a replay hint carries every option that changes the run, so running it gives the
+// failure it is printed for. Each fuzz listing entry "[n] CODE at WHERE: ..., first in NAME"
+// is followed by "replay: rerace replay ...": that command must fail first with CODE in NAME.
+struct FuzzCase {
+  const char* trace;
+  const char* flags;
+};
+
+TEST(ReportHints, EveryFuzzHintReproducesItsFailure) {
+  const std::string dir = TempDir("hints");
+  const FuzzCase cases[] = {
+      {"synth-h200-shape.rrt", "--runs 40 --strategy pct --pct-depth 3"},
+      {"synth-h200-shape.rrt", "--runs 40 --strategy portfolio --model fla"},
+      {"triton-none-h200.rrt", "--runs 40 --fix tls-nargs --reps 2 --max-steps 500000"},
+      {"triton-none-h200.rrt", "--runs 200 --save-failures DIR"},
+      {"triton-none-h200.rrt", "--runs 100 --fix tls-nargs --save-failures DIR"},
+      {"native-none-h200.rrt", "--runs 30 --strategy surw"},
+      {"synth-h200-shape.rrt", "--runs 60 --failure nargs-none --strategy pos"},
+  };
+  size_t hints = 0;
+  for (const FuzzCase& c : cases) {
+    std::string flags = c.flags;
+    if (auto p = flags.find("DIR"); p != std::string::npos) flags.replace(p, 3, dir);
+    SCOPED_TRACE(std::string(c.trace) + " " + flags);
+    const CliRun f = Rerace("fuzz " + SampleTrace(c.trace) + " " + flags);
+    ASSERT_EQ(f.code, 1) << f.out;
+    std::string code, thread;
+    static const std::regex entry(R"(^  \[[0-9]+\] ([a-z-]+) at .*, first in (.*) with seed [0-9]+$)");
+    for (const std::string& line : Lines(f.out)) {
+      std::smatch m;
+      if (std::regex_match(line, m, entry)) {
+        code = m[1].str();
+        thread = m[2].str();
+      } else if (line.rfind("      replay: rerace ", 0) == 0) {
+        const std::string hint = line.substr(std::string("      replay: rerace ").size());
+        const CliRun r = Rerace(hint);
+        EXPECT_EQ(r.code, 1) << hint << "\n" << r.out;
+        EXPECT_EQ(FailedCode(r.out), code) << hint << "\n" << r.out;
+        EXPECT_EQ(FailedThread(r.out), thread) << hint << "\n" << r.out;
+        ++hints;
+      }
+    }
+  }
+  EXPECT_GE(hints, 15u);
+}
+
+// Item 3: the hints of replay and check.
+struct CommandCase {
+  std::string command;
+  std::string hint_prefix;  // the hint follows this text, in quotes
+};
+
+TEST(ReportHints, ReplayAndCheckHintsReproduceTheirFailure) {
+  const std::string dir = TempDir("hint-cmds");
+  const std::string synth = SampleTrace("synth-h200-shape.rrt");
+  const std::string triton = SampleTrace("triton-none-h200.rrt");
+  const CommandCase cases[] = {
+      {"replay " + synth + " --strategy pct --pct-depth 3 --seed 5", "replay it: '"},
+      {"replay " + triton + " --fix tls-nargs --reps 0 --seed 2 --max-steps 3000000", "replay it: '"},
+      {"replay " + synth + " --strategy pos --seed 4 --save-schedule " + dir + "/a.sched",
+       "replay it with '"},
+      {"check " + triton + " --fix tls-nargs --runs 200 --save-schedule " + dir + "/b.sched",
+       "replay it with '"},
+      {"check " + synth + " --bound 1 --failure in-param-not-in-cache --save-schedule " + dir +
+           "/c.sched",
+       "replay it with '"},
+      {"check " + SampleTrace("native-none-h200.rrt") + " --fix tls-nargs --save-schedule " + dir +
+           "/d.sched",
+       "replay it with '"},
+      {"check " + triton + " --fix tls-nargs", "replay it: '"},  // the schedule inline
+      {"check " + triton + " --failure in-param-not-in-cache --bound 1", "replay it: '"},
+  };
+  for (const CommandCase& c : cases) {
+    SCOPED_TRACE(c.command);
+    const CliRun run = Rerace(c.command);
+    ASSERT_EQ(run.code, 1) << run.out;
+    const size_t at = run.out.find(c.hint_prefix);
+    ASSERT_NE(at, std::string::npos) << run.out;
+    const size_t from = at + c.hint_prefix.size();
+    const size_t end = run.out.find('\n', from);
+    const std::string cmd = run.out.substr(from, run.out.rfind('\'', end) - from);
+    ASSERT_EQ(cmd.rfind("rerace replay ", 0), 0u) << cmd;
+    const CliRun again = Rerace(cmd.substr(7));
+    EXPECT_EQ(again.code, 1) << cmd << "\n" << again.out;
+    EXPECT_EQ(FailedCode(again.out), FailedCode(run.out)) << cmd << "\n" << again.out;
+    EXPECT_EQ(FailedThread(again.out), FailedThread(run.out)) << cmd << "\n" << again.out;
+  }
+}
+
+// Items 1 and 2: each saved file is named after the trace, the fix and its place in the
+// listing; its header names the failure listed; fixes saved into one folder do not collide.
+TEST(ReportFuzz, SavedFilesMatchTheListingAndNameTheFix) {
+  const std::string dir = TempDir("saved");
+  const std::string t = SampleTrace("triton-none-h200.rrt");
+  std::vector<std::string> all_files;
+  for (const char* fix : {"none", "tls-nargs"}) {
+    SCOPED_TRACE(fix);
+    const CliRun f = Rerace("fuzz " + t + " --runs 300 --fix " + std::string(fix) + " --save-failures " + dir);
+    ASSERT_EQ(f.code, 1) << f.out;
+    static const std::regex entry(R"(^  \[([0-9]+)\] (.* at [^:]*:[0-9]+ in [a-z_]+): .*$)");
+    std::string signature;
+    int listed = 0;
+    for (const std::string& line : Lines(f.out)) {
+      std::smatch m;
+      if (std::regex_match(line, m, entry)) {
+        signature = m[2].str();
+        ++listed;
+        EXPECT_EQ(std::stoi(m[1].str()), listed);
+      } else if (const size_t p = line.find(" --schedule "); p != std::string::npos) {
+        const std::string file = line.substr(p + 12);
+        EXPECT_EQ(file, dir + "/triton-none-h200-" + std::string(fix) + "-" + std::to_string(listed) + ".sched");
+        const std::string text = Slurp(file);
+        EXPECT_TRUE(Has(text, std::string("# fix: ") + fix + "\n")) << text;
+        EXPECT_TRUE(Has(text, "# failure: " + signature)) << signature << "\n" << text;
+        // Shrunk, unless shrinking could not make it the first failure (then the note says so).
+        EXPECT_TRUE(Has(text, "# strategy: shrunk\n") || Has(text, "this failure follows at step"))
+            << text;
+        EXPECT_FALSE(Has(text, "# seed:")) << text;  // a shrunk schedule has no seed
+        all_files.push_back(file);
+      }
+    }
+    EXPECT_GE(listed, 2);
+  }
+  std::sort(all_files.begin(), all_files.end());
+  EXPECT_EQ(std::adjacent_find(all_files.begin(), all_files.end()), all_files.end());
+}
+
+// Item 4: a schedule replays under the fix, model and reps its header names; a flag that
+// contradicts the header is a usage error naming both; a divergence is bad input, not a race.
+TEST(ReportSchedule, HeaderOptionsApplyAndMismatchesAreRefused) {
+  const std::string dir = TempDir("header");
+  const std::string t = SampleTrace("triton-none-h200.rrt");
+  const std::string sched = dir + "/tls.sched";
+  const CliRun made = Rerace("replay " + t + " --fix tls-nargs --reps 2 --seed 3 --save-schedule " + sched);
+  ASSERT_EQ(made.code, 1) << made.out;
+  const CliRun plain = Rerace("replay " + t + " --schedule " + sched);
+  EXPECT_EQ(plain.code, 1) << plain.out;
+  EXPECT_TRUE(Has(plain.out, "fix tls-nargs")) << plain.out;
+  EXPECT_EQ(FailedCode(plain.out), FailedCode(made.out)) << plain.out;
+  EXPECT_FALSE(Has(plain.out, "divergence")) << plain.out;
+  const CliRun wrong = Rerace("replay " + t + " --schedule " + sched + " --fix none");
+  EXPECT_EQ(wrong.code, 64) << wrong.out;
+  EXPECT_TRUE(Has(wrong.out, "--fix 'none'") && Has(wrong.out, "'tls-nargs'")) << wrong.out;
+  const CliRun reps = Rerace("replay " + t + " --schedule " + sched + " --reps 1");
+  EXPECT_EQ(reps.code, 64) << reps.out;
+  // A schedule of another trace diverges: exit 65 with the step, never 1.
+  const std::string other = dir + "/synth.sched";
+  ASSERT_EQ(Rerace("replay " + SampleTrace("synth-h200-shape.rrt") + " --seed 3 --save-schedule " + other).code, 1);
+  const CliRun diverged = Rerace("replay " + SampleTrace("native-none-h200.rrt") + " --schedule " + other);
+  EXPECT_EQ(diverged.code, 65) << diverged.out;
+  EXPECT_TRUE(Has(diverged.out, "diverges from this program at step")) << diverged.out;
+}
+
+// Item 5: --races is printed by check and is in every --json output.
+struct RacesCase {
+  std::string args;
+  std::string expect;
+};
+
+TEST(ReportRaces, RacesArePrintedByCheckAndInEveryJson) {
+  const std::string s = SampleTrace("synth-h200-shape.rrt");
+  const RacesCase cases[] = {
+      {"check " + s + " --fix tls-nargs --runs 50 --races", "races (happens-before, "},
+      {"check " + s + " --fix lock-run --runs 50 --races", "races (happens-before, "},
+      {"check " + s + " --fix tls-nargs --runs 50 --races --json", "\"races\":[{\"object\":"},
+      {"replay " + s + " --seed 3 --races --json", "\"races\":[{\"object\":"},
+      {"fuzz " + s + " --runs 20 --races --json", "\"races\":[{\"object\":"},
+  };
+  for (const RacesCase& c : cases) {
+    const CliRun r = Rerace(c.args);
+    EXPECT_TRUE(Has(r.out, c.expect)) << c.args << "\n" << r.out;
+  }
+}
+
+// Item 6: --naive needs --bound; --bound 0 cannot preempt and does not certify.
+TEST(ReportCheck, NaiveNeedsABoundAndBoundZeroIsNoVerdict) {
+  const std::string s = SampleTrace("synth-h200-shape.rrt");
+  const CliRun naive = Rerace("check " + s + " --naive");
+  EXPECT_EQ(naive.code, 64) << naive.out;
+  EXPECT_TRUE(Has(naive.out, "--naive requires --bound")) << naive.out;
+  const CliRun zero = Rerace("check " + s + " --fix none --bound 0");
+  EXPECT_FALSE(Has(zero.out, "holds")) << zero.out;
+  EXPECT_TRUE(Has(zero.out, "verdict: inconclusive")) << zero.out;
+  EXPECT_TRUE(Has(zero.out, "cannot reach a race")) << zero.out;
+  const CliRun zero_json = Rerace("check " + s + " --fix none --bound 0 --json");
+  EXPECT_TRUE(Has(zero_json.out, "\"verdict\":\"inconclusive\"")) << zero_json.out;
+}
+
+// Items 7 and 8: the recorded H200 run counts 7 of the 8 workers (the main thread only launched),
+// and a report that leads with silent corruption says so and names the first error raised.
+TEST(ReportSummary, RecordedRunCountsWorkersAndNamesTheKeyError) {
+  const CliRun r = Rerace("replay " + SampleTrace("triton-none-h200.rrt") + " --recorded");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_TRUE(Has(r.out, "summary: in-param-not-in-cache in 7 of 8 threads;")) << r.out;
+  EXPECT_TRUE(Has(r.out, "first by step, and first by harm (silent corruption ranks before crashes, "
+                         "docs/MODEL.md); the first error raised: KeyError: 'y_ptr' "
+                         "(in-param-not-in-cache)"))
+      << r.out;
+  // fuzz lists by harm: silent corruption, then crashes.
+  const CliRun f = Rerace("fuzz " + SampleTrace("triton-none-h200.rrt") + " --runs 50");
+  const size_t silent = f.out.find("] wrong-restore");
+  const size_t crash = f.out.find("] in-param-not-in-cache");
+  ASSERT_NE(silent, std::string::npos) << f.out;
+  ASSERT_NE(crash, std::string::npos) << f.out;
+  EXPECT_LT(silent, crash) << f.out;
+}
+
+// Item 9: --failure KIND targets a kind of failure in check, fuzz and replay.
+TEST(ReportFailureKind, CheckFuzzAndReplayTargetAKind) {
+  const std::string t = SampleTrace("triton-none-h200.rrt");
+  const CliRun check = Rerace("check " + t + " --failure in-param-not-in-cache");
+  EXPECT_EQ(check.code, 1) << check.out;
+  EXPECT_TRUE(Has(check.out, "FAILS against in-param-not-in-cache")) << check.out;
+  EXPECT_EQ(FailedCode(check.out), "in-param-not-in-cache") << check.out;
+  EXPECT_TRUE(Has(check.out, "KeyError: 'y_ptr'")) << check.out;
+  const CliRun fuzz = Rerace("fuzz " + t + " --runs 60 --failure nargs-none");
+  EXPECT_EQ(fuzz.code, 1) << fuzz.out;
+  EXPECT_FALSE(Has(fuzz.out, "] wrong-restore")) << fuzz.out;
+  EXPECT_FALSE(Has(fuzz.out, "] in-param-not-in-cache")) << fuzz.out;
+  EXPECT_TRUE(Has(fuzz.out, "] nargs-none")) << fuzz.out;
+  const CliRun replay = Rerace("replay " + t + " --recorded --failure in-param-not-in-cache");
+  EXPECT_EQ(FailedCode(replay.out), "in-param-not-in-cache") << replay.out;
+  const CliRun none = Rerace("check " + SampleTrace("synth-h200-shape.rrt") +
+                             " --fix lock-run --runs 30 --failure deadlock");
+  EXPECT_EQ(none.code, 0) << none.out;
+  EXPECT_TRUE(Has(none.out, "holds against deadlock")) << none.out;
+  EXPECT_EQ(Rerace("check " + t + " --failure no-such-kind").code, 64);
+}
+
+// Item 10: record of a command that makes no CUDA context writes no trace and says so.
+TEST(ReportRecord, NoCudaContextIsAnErrorNotSilence) {
+  const std::string dir = TempDir("record");
+  const CliRun r = Rerace("record --library /bin/true -o " + dir + "/r.rrt -- true");
+  EXPECT_NE(r.code, 0) << r.out;
+  EXPECT_TRUE(Has(r.out, "created no CUDA context, so no trace was written")) << r.out;
+  EXPECT_EQ(Lines(r.out).size(), 1u) << r.out;
+}
+
+// Item 11: a tuner class rerace does not model is refused by name, with the way out.
+TEST(ReportModel, UnknownTunerClassIsRefusedByName) {
+  const std::string t = SampleTrace("torch-two-threads-h200.rrt");
+  for (const std::string& cmd : {"fuzz " + t + " --runs 5", "replay " + t, "check " + t}) {
+    const CliRun r = Rerace(cmd);
+    EXPECT_EQ(r.code, 65) << cmd << "\n" << r.out;
+    EXPECT_TRUE(Has(r.out, "tuner class 'torch.test'") && Has(r.out, "--model")) << r.out;
+    EXPECT_EQ(Lines(r.out).size(), 1u) << r.out;
+  }
+  EXPECT_NE(Rerace("replay " + t + " --model triton").code, 65);
+}
+
+// Item 12: synth calls every tuner it announces, and the header records the whole scenario.
+TEST(ReportSynth, EveryTunerIsCalledAndTheHeaderRemakesTheTrace) {
+  const std::string dir = TempDir("synth");
+  const CliRun w = Rerace("synth -o " + dir + "/a.rrt --tuners 2 --keys 1 2");
+  ASSERT_EQ(w.code, 0) << w.out;
+  const CliRun show = Rerace("show " + dir + "/a.rrt");
+  EXPECT_TRUE(Has(show.out, "tuned_kernel_1")) << show.out;
+  EXPECT_TRUE(Has(show.out, "l2norm_fwd_kernel")) << show.out;
+  const size_t at = show.out.find("command: rerace synth ");
+  ASSERT_NE(at, std::string::npos) << show.out;
+  const std::string cmd = show.out.substr(at + 16, show.out.find('\n', at) - at - 16);
+  EXPECT_TRUE(Has(cmd, "--tuners=2") && Has(cmd, "--keys 1 2")) << cmd;
+  ASSERT_EQ(Rerace(cmd + " -o " + dir + "/b.rrt").code, 0);
+  EXPECT_EQ(Slurp(dir + "/a.rrt"), Slurp(dir + "/b.rrt"));
+  const CliRun few = Rerace("synth -o " + dir + "/c.rrt --tuners 3 --threads 2");
+  EXPECT_EQ(few.code, 64) << few.out;
+}
+
+// Item 13: merge takes each shard once and reports a missing one; --runs is per shard.
+TEST(ReportMerge, SameShardTwiceIsRefusedAndAMissingShardReported) {
+  const std::string dir = TempDir("merge");
+  const std::string t = SampleTrace("synth-h200-shape.rrt");
+  ASSERT_EQ(Rerace("fuzz " + t + " --runs 10 --shard 0/2 --json > " + dir + "/s0.json").code, 1);
+  ASSERT_EQ(Rerace("fuzz " + t + " --runs 10 --shard 1/2 --json > " + dir + "/s1.json").code, 1);
+  std::filesystem::copy_file(dir + "/s0.json", dir + "/copy.json");
+  const CliRun twice = Rerace("merge " + dir + "/s0.json " + dir + "/s0.json");
+  EXPECT_EQ(twice.code, 64) << twice.out;
+  const CliRun copy = Rerace("merge " + dir + "/s0.json " + dir + "/copy.json " + dir + "/s1.json");
+  EXPECT_EQ(copy.code, 64) << copy.out;
+  EXPECT_TRUE(Has(copy.out, "both shard '0/2'")) << copy.out;
+  const CliRun missing = Rerace("merge " + dir + "/s0.json");
+  EXPECT_EQ(missing.code, 66) << missing.out;
+  EXPECT_TRUE(Has(missing.out, "shard 1/2 is missing")) << missing.out;
+  EXPECT_EQ(Rerace("merge " + dir + "/s0.json " + dir + "/s1.json > /dev/null").code, 1);
+  // Item 5: races travel through merge, once per object and pair of lines, as in one run.
+  ASSERT_EQ(Rerace("fuzz " + t + " --runs 10 --shard 0/2 --races --json > " + dir + "/r0.json").code, 1);
+  ASSERT_EQ(Rerace("fuzz " + t + " --runs 10 --shard 1/2 --races --json > " + dir + "/r1.json").code, 1);
+  const CliRun whole = Rerace("fuzz " + t + " --runs 20 --races --json");
+  const CliRun merged = Rerace("merge " + dir + "/r0.json " + dir + "/r1.json");
+  EXPECT_GT(Count(whole.out, "\"object\":"), 0u) << whole.out;
+  EXPECT_EQ(Count(merged.out, "\"object\":"), Count(whole.out, "\"object\":"));
+  EXPECT_TRUE(Has(Rerace("fuzz --help").out, "with --shard, runs of this shard"));
+}
+
+// Item 14: no magic exit codes in the command line's sources: every exit is one of base's
+// named codes (rerace/base/result.h), so an internal error cannot read as "a race was found".
+TEST(ReportExit, CommandLineUsesOnlyNamedExitCodes) {
+  static const std::regex magic(R"(return\s+[0-9]+\s*;|exit\(\s*[1-9][0-9]*\s*\))");
+  for (const auto& e : std::filesystem::directory_iterator(Source("tools/rerace"))) {
+    const std::string text = Slurp(e.path().string());
+    std::smatch m;
+    EXPECT_FALSE(std::regex_search(text, m, magic)) << e.path() << ": " << m.str();
+  }
+}
+
+}  // namespace
+
+namespace {
+
+// Missing: show demangles kernel names (the raw ones with --mangled) and says, per thread, which
+// tuner it called with which key, and per tuner what the probe recorded of the decorator.
+TEST(ReportShow, DemangledKernelsAndWhatEachTunerRecorded) {
+  const CliRun native = Rerace("show " + SampleTrace("native-none-h200.rrt"));
+  EXPECT_TRUE(Has(native.out, "rerace::kernels::(anonymous namespace)::NormKernel(float const*")) << native.out;
+  EXPECT_FALSE(Has(native.out, "_ZN6rerace")) << native.out;
+  EXPECT_TRUE(Has(Rerace("show --mangled " + SampleTrace("native-none-h200.rrt")).out, "_ZN6rerace7kernels"));
+  const CliRun triton = Rerace("show " + SampleTrace("triton-none-h200.rrt"));
+  for (const char* want : {"      tuner            1  l2norm_fwd_kernel key (1024, ",
+                           "      in-parameters: x_ptr, y_ptr, N, eps, BLOCK_N\n",
+                           "      restore_value: y_ptr; reset_to_zero: (none)\n",
+                           "      configs (12):\n",
+                           "         11  BLOCK_N: 4096, num_warps: 8"})
+    EXPECT_TRUE(Has(triton.out, want)) << want << "\n" << triton.out;
+}
+
+// Missing: the Perfetto export closes every call it opens (a B without an E draws a slice to
+// the end of time), and names C++ kernels as their source does, keeping the raw name.
+TEST(ReportExport, EveryCallSliceEndsAndKernelsAreDemangled) {
+  const std::string dir = TempDir("export");
+  for (const char* trace : {"torch-two-threads-h200.rrt", "triton-none-h200.rrt", "native-none-h200.rrt"}) {
+    SCOPED_TRACE(trace);
+    ASSERT_EQ(Rerace("export " + SampleTrace(trace) + " -o " + dir + "/t.json").code, 0);
+    const std::string j = Slurp(dir + "/t.json");
+    EXPECT_GT(Count(j, R"("cat":"tuner","ph":"B")"), 0u);
+    EXPECT_EQ(Count(j, R"("cat":"tuner","ph":"B")"), Count(j, R"("cat":"tuner","ph":"E")"));
+  }
+  const std::string j = Slurp(dir + "/t.json");  // native-none-h200
+  EXPECT_TRUE(Has(j, R"("name":"rerace::kernels::(anonymous namespace)::NormKernel(float const*)")) << j.substr(0, 2000);
+  EXPECT_TRUE(Has(j, R"("mangled":"_ZN6rerace7kernels)"));
+}
+
+// Missing: a schedule file has a seed line only when a seed made it, and then just the number.
+TEST(ReportSchedule, SeedLineOnlyForASeededSchedule) {
+  const std::string dir = TempDir("seedline");
+  const std::string s = SampleTrace("synth-h200-shape.rrt");
+  struct Case {
+    std::string args;
+    std::string seed_line;  // "" : none
+  };
+  const Case cases[] = {
+      {"replay " + s + " --seed 5", "# seed: 5\n"},
+      {"replay " + s + " --recorded", ""},
+      {"check " + s + " --bound 1", ""},
+      {"check " + s + " --fix tls-nargs --runs 100", ""},  // DPOR finds it before the sampling
+  };
+  int n = 0;
+  for (const Case& c : cases) {
+    const std::string file = dir + "/" + std::to_string(++n) + ".sched";
+    Rerace(c.args + " --save-schedule " + file);
+    const std::string text = Slurp(file);
+    ASSERT_FALSE(text.empty()) << c.args;
+    if (c.seed_line.empty())
+      EXPECT_FALSE(Has(text, "# seed:")) << c.args << "\n" << text;
+    else
+      EXPECT_TRUE(Has(text, c.seed_line)) << c.args << "\n" << text;
+    EXPECT_FALSE(Has(text, "# seed: seed")) << text;
+  }
+}
+
+}  // namespace
+
+namespace {
+
+// Stale documentation: the help names every strategy classic takes, and cites for call-local
+// what can be checked (an unmerged upstream branch), not an unconfirmed PR number.
+TEST(ReportHelp, ClassicListsEveryStrategyAndCallLocalCitesWhatCanBeChecked) {
+  const CliRun classic = Rerace("classic --help");
+  for (const char* s : {"random", "pct", "pos", "surw", "timed", "round-robin", "portfolio"})
+    EXPECT_TRUE(Has(classic.out, s)) << s << "\n" << classic.out;
+  const CliRun check = Rerace("check --help");
+  EXPECT_FALSE(Has(check.out, "11580")) << check.out;
+  EXPECT_TRUE(Has(check.out, "unmerged upstream Triton branch")) << check.out;
+  EXPECT_FALSE(Has(Slurp(Source("docs/MODEL.md")), "11580"));
+}
+
+}  // namespace

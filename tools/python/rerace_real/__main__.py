@@ -1,0 +1,4 @@
+import sys
+from .serve import main
+
+sys.exit(main())

@@ -1,0 +1,354 @@
+"""The scheduling points of a replay run, and the baton that lets one thread run at a time.
+
+One ``Run`` exists per replay run, in the forked child (``serve.py``). Each logical thread is a
+real Python thread holding a ``Turn`` (a raw ``_thread`` lock used as a baton). A thread that
+reaches a point writes one message to the controller and then reads the controller's next
+command itself (only one thread runs, so only one thread reads): ``g <tid> <step> <value>``
+hands the turn to ``tid`` (releasing its baton and blocking on its own), ``e`` ends the run
+(the child exits at once: the C++ side has what it needs).
+
+Messages to the controller (tab-separated):
+    p  <access r|w|y> <object> <label>     a point: the access is made when picked
+    a  <lock> <label>                      acquire a lock (blocks in the scheduler)
+    t  <lock> <label>                      try to acquire; the reply's value is 1 or 0
+    u  <lock> <label>                      release
+    w  <cv> <lock> <label>                 wait on a condition (releases the lock)
+    n  <cv> <0|1 all> <label>              notify
+    v  <nanoseconds>                       advance this thread's virtual clock (no reply)
+    f  <json>                              a finding of this thread (no reply)
+    x                                      this thread has finished (no reply)
+    !  <message>                           an internal error of the engine
+
+Threads: everything here is called by the logical thread that holds the turn, except
+``Run.start`` and ``Run.finish`` (the child's main thread, before and after).
+"""
+
+import _thread
+import json
+import os
+import sys
+import threading
+
+R, W, Y = "r", "w", "y"
+
+_local = threading.local()
+_REINSTALL = sys.version_info >= (3, 12)
+_DEBUG = bool(os.environ.get("RERACE_ENGINE_DEBUG"))
+
+
+def current():
+    """The ThreadState of the calling logical thread, or None (any other thread)."""
+    return getattr(_local, "ts", None)
+
+
+class ThreadState:
+    __slots__ = ("tid", "name", "baton", "value", "opportunity", "quiet", "call", "bench", "seen",
+                 "pending_call", "muted")
+
+    def __init__(self, tid, name):
+        self.tid = tid
+        self.name = name
+        self.baton = _thread.allocate_lock()
+        self.baton.acquire()
+        self.value = 0
+        self.opportunity = True  # the first access of a thread is always a point
+        self.quiet = 0           # > 0: inside rerace's own code: no points, no opportunities
+        self.call = None         # the recorded call being replayed (fakes.py)
+        self.bench = None        # (tuner, config index) while do_bench runs a config
+        self.seen = set()        # silent findings already reported (the first of each kind)
+        self.pending_call = None  # the frame of a CALL whose callee the tracer has not seen
+        self.muted = []           # frames whose opcode events are off until the next point
+
+    def new_step(self):
+        """At a scheduling point: no hand-over place passed yet; the tracer looks again."""
+        self.opportunity = False
+        self.pending_call = None
+        if self.muted:
+            for f in self.muted:
+                f.f_trace_opcodes = True
+            self.muted.clear()
+            if _REINSTALL:
+                # 3.12+: settrace runs on sys.monitoring; a frame's opcode events come back only
+                # once the tracer is installed again (docs/GIL.md).
+                t = sys.gettrace()
+                if t is not None:
+                    sys.settrace(t)
+
+
+def _clean(text):
+    return str(text).replace("\t", " ").replace("\n", " ")
+
+
+class Run:
+    """One replay run in the child: the threads, the channel, the mode."""
+
+    def __init__(self, rfd, wfd, free_threaded, rules):
+        self.rfd = rfd
+        self.wfd = wfd
+        self.free_threaded = free_threaded
+        self.rules = rules
+        self.threads = []
+        self.step = 0
+        self.buf = b""
+        self.last_write = {}   # object -> (thread, step): for rerace's words in findings
+        self.findings = 0
+
+    # ---- channel ----
+    def send(self, *fields):
+        line = "\t".join(_clean(f) for f in fields) + "\n"
+        if _DEBUG:
+            os.write(2, ("py> [%s] %s" % (threading.current_thread().name, line)).encode())
+        data = line.encode("utf-8", "backslashreplace")
+        while data:
+            n = os.write(self.wfd, data)
+            data = data[n:]
+
+    def _readline(self):
+        while b"\n" not in self.buf:
+            chunk = os.read(self.rfd, 65536)
+            if not chunk:
+                os._exit(3)  # the controller is gone
+            self.buf += chunk
+        line, _, self.buf = self.buf.partition(b"\n")
+        if _DEBUG:
+            os.write(2, ("py< [%s] %s\n" % (threading.current_thread().name, line.decode())).encode())
+        return line.decode("utf-8")
+
+    def _command(self):
+        """Reads one command; returns the ThreadState to run, after setting its value."""
+        line = self._readline()
+        parts = line.split("\t")
+        if parts[0] == "e":
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(0)
+        if parts[0] != "g" or len(parts) < 3:
+            self.send("!", "unexpected command from the controller: %r" % line)
+            os._exit(4)
+        ts = self.threads[int(parts[1])]
+        self.step = int(parts[2])
+        ts.value = int(parts[3]) if len(parts) > 3 else 0
+        return ts
+
+    def wait_turn(self, me):
+        """After a message that the controller answers: read commands until it is `me`'s turn."""
+        nxt = self._command()
+        if nxt is me:
+            return me.value
+        nxt.baton.release()
+        me.baton.acquire()
+        return me.value
+
+    def hand_on(self):
+        """The caller (a finished thread, or the main thread at the start) gives the turn away."""
+        nxt = self._command()
+        nxt.baton.release()
+
+    # ---- points ----
+    def access(self, kind, obj, label):
+        ts = current()
+        if ts is None or ts.quiet:
+            return
+        if not self.free_threaded and not ts.opportunity:
+            if kind == W:
+                self.last_write[obj] = (ts.tid, self.step)
+            return  # part of the thread's current atomic step
+        ts.new_step()
+        self.send("p", kind, obj, label)
+        self.wait_turn(ts)
+        if kind == W:
+            self.last_write[obj] = (ts.tid, self.step)
+
+    def sync(self, op, *fields):
+        """A lock/condition operation; returns the controller's value (try-acquire: 1 or 0)."""
+        ts = current()
+        self.send(op, *fields)
+        v = self.wait_turn(ts)
+        ts.new_step()
+        return v
+
+    def advance(self, ns):
+        if ns > 0:
+            self.send("v", int(ns))
+
+    def opportunity(self):
+        """A place where the interpreter could hand the GIL over (a blocking C call, say)."""
+        ts = current()
+        if ts is not None and not ts.quiet:
+            ts.opportunity = True
+
+    def finding(self, **f):
+        ts = current()
+        f.setdefault("thread", ts.tid if ts else -1)
+        self.findings += 1
+        self.send("f", json.dumps(f, sort_keys=True))
+
+    def last_write_of(self, field):
+        """' (<field> last written by thread T at step S)' for rerace's words, or ''."""
+        best = None
+        for obj, (tid, step) in self.last_write.items():
+            if obj.endswith("." + field) or obj.endswith("." + field + "{}"):
+                if best is None or step > best[1]:
+                    best = (tid, step)
+        if best is None:
+            return ""
+        return " (%s last written by thread %d at step %d)" % (field, best[0], best[1])
+
+    def last_writer(self, field):
+        best = (-1, -1)
+        for obj, (tid, step) in self.last_write.items():
+            if obj.endswith("." + field) or obj.endswith("." + field + "{}"):
+                if step > best[1]:
+                    best = (tid, step)
+        return best
+
+    def internal(self, message):
+        self.send("!", message)
+        os._exit(5)
+
+
+RUN = None  # the Run of this process (set in the child)
+
+
+class Quiet:
+    """`with Quiet():` rerace's own code inside a logical thread: no points, no opportunities."""
+
+    __slots__ = ("ts",)
+
+    def __enter__(self):
+        self.ts = current()
+        if self.ts is not None:
+            self.ts.quiet += 1
+
+    def __exit__(self, *exc):
+        if self.ts is not None:
+            self.ts.quiet -= 1
+        return False
+
+
+# ---- GIL opportunities: where the running interpreter could switch threads ----
+
+_ours = os.path.dirname(os.path.realpath(__file__))
+_ours_cache = {}
+
+
+def is_ours(filename):
+    """Is `filename` rerace's own engine code (however the path that imported it is spelled)?"""
+    r = _ours_cache.get(filename)
+    if r is None:
+        r = _ours_cache[filename] = os.path.realpath(filename).startswith(_ours + os.sep)
+    return r
+
+
+_CALL_OPS = frozenset([
+    "CALL", "CALL_KW", "CALL_FUNCTION", "CALL_FUNCTION_KW", "CALL_FUNCTION_EX", "CALL_METHOD",
+])
+
+
+class Tracer:
+    """sys.settrace / sys.setprofile functions that mark GIL hand-over opportunities.
+
+    `watched(filename)` says which code runs with per-instruction events (the tuner's module,
+    FLA's, the user's patches): there each instruction is checked against the version's rules.
+    Elsewhere only function entry (an eval-breaker check in every supported version) counts.
+    Execution counts per C-call site decide whether the call is still unspecialized (counts
+    are per process, as CPython's specialization lives in the shared code object; a serial
+    prewarm counts too). Once a step has passed a hand-over place nothing else in it matters:
+    its frames' opcode events are switched off until the next point (ThreadState.new_step).
+
+    A CALL whose callee reports neither a Python 'call' nor a 'c_call' event is a class
+    (``dict(...)``, ``zip(...)``): the next instruction of that frame counts it as a call after
+    which the interpreter checks (``type(x)`` is the one class call that does not, warm; it is
+    counted too, the conservative side)."""
+
+    def __init__(self, rules, watched):
+        self.rules = rules
+        self.watched = watched
+        self.counts = {}
+        self.opnames = {}
+        self._watch_cache = {}
+        # 3.12+: settrace runs on sys.monitoring; opcode events need f_trace set first and the
+        # tracer installed again (measured, see docs/GIL.md).
+        self._reinstall = sys.version_info >= (3, 12)
+
+    def _is_watched(self, filename):
+        w = self._watch_cache.get(filename)
+        if w is None:
+            w = bool(self.watched(filename))
+            self._watch_cache[filename] = w
+        return w
+
+    def _ops(self, code):
+        ops = self.opnames.get(code)
+        if ops is None:
+            import dis
+            ops = {}
+            for ins in dis.get_instructions(code):
+                ops[ins.offset] = ins.opname
+            self.opnames[code] = ops
+        return ops
+
+    def global_trace(self, frame, event, arg):
+        code = frame.f_code
+        if is_ours(code.co_filename):
+            return None
+        ts = current()
+        if ts is None or ts.quiet:
+            return None
+        ts.pending_call = None
+        if self.rules.at_entry(code):
+            ts.opportunity = True
+        if self._is_watched(code.co_filename):
+            frame.f_trace = self.local_trace
+            frame.f_trace_lines = False
+            if ts.opportunity:
+                # Nothing in this step can matter any more: look again at the next point.
+                frame.f_trace_opcodes = False
+                ts.muted.append(frame)
+            else:
+                frame.f_trace_opcodes = True
+            if self._reinstall:
+                sys.settrace(self.global_trace)
+            return self.local_trace
+        return None
+
+    def local_trace(self, frame, event, arg):
+        if event != "opcode":
+            return self.local_trace
+        ts = current()
+        if ts is None or ts.quiet:
+            return self.local_trace
+        if not ts.opportunity:
+            if ts.pending_call is frame:
+                ts.pending_call = None
+                ts.opportunity = True
+            else:
+                op = self._ops(frame.f_code).get(frame.f_lasti)
+                if op in _CALL_OPS:
+                    ts.pending_call = frame
+                elif op is not None and self.rules.at_opcode(op, True):
+                    ts.opportunity = True
+        if ts.opportunity:
+            frame.f_trace_opcodes = False
+            ts.muted.append(frame)
+        return self.local_trace
+
+    def profile(self, frame, event, arg):
+        ts = current()
+        if ts is None:
+            return
+        if event == "c_call":
+            ts.pending_call = None
+            return
+        if event != "c_return" and event != "c_exception":
+            return
+        code = frame.f_code
+        if is_ours(code.co_filename):
+            return
+        k = (code, frame.f_lasti, "c")
+        n = self.counts.get(k, 0) + 1
+        self.counts[k] = n
+        if ts.quiet or ts.opportunity:
+            return
+        if self.rules.blocking(arg) or self.rules.after_c_call(arg, n > self.rules.warmup):
+            ts.opportunity = True

@@ -1,0 +1,491 @@
+"""The engine's process: set up once, then one forked child per replay run.
+
+The C++ side (replay/src/python_engine.cc) starts ``python -m rerace_real`` with two pipes on
+standard input and output, and sends one line of JSON: the program (threads, their recorded
+calls), the patches, the mode. This process then
+
+1. installs the controlled threading primitives (sync.py),
+2. imports Triton and puts the fakes in place (fakes.py),
+3. imports each patch file as a module, as a training script would at start-up, and notes what
+   each changed in the tuner classes (so the report can say the patch took effect),
+4. builds one tuner per recorded tuner object (tuners.py), never run,
+
+and answers ``ready <json>`` (versions, the switch rules, what was replaced and patched), or
+``error <message>`` and exits 2. Then, for each ``run`` line, it forks: the child replays the
+program once under the controller's commands (control.py) from the pristine state, so runs are
+independent and patch state (a module-level lock or dict) starts fresh each time; the parent
+waits and answers ``done <status>``. ``quit`` (or the end of input) ends it.
+
+Anything the program or Triton prints goes to standard error: the protocol has its own copies of
+the descriptors.
+"""
+
+import importlib.util
+import json
+import os
+import sys
+import threading
+import traceback
+
+from . import control, fakes, sync, tuners
+
+_FIELD_WORDS = {
+    "in-param-not-in-cache": "In-parameter {name} is not in the cache: {who}",
+    "nargs-none": "nargs is None while thread {tid} runs {fn}: {who}",
+}
+
+
+def _send(wfd, *fields):
+    data = ("\t".join(str(f).replace("\t", " ").replace("\n", " ") for f in fields) + "\n")
+    data = data.encode("utf-8", "backslashreplace")
+    while data:
+        n = os.write(wfd, data)
+        data = data[n:]
+
+
+def _readline(rfd, state):
+    while b"\n" not in state["buf"]:
+        chunk = os.read(rfd, 65536)
+        if not chunk:
+            return None
+        state["buf"] += chunk
+    line, _, state["buf"] = state["buf"].partition(b"\n")
+    return line.decode("utf-8")
+
+
+def _site_path(path):
+    cut = path.rfind("site-packages/")
+    if cut >= 0:
+        return path[cut + len("site-packages/"):]
+    cut = path.rfind("triton/")
+    if cut >= 0:
+        return path[cut:]
+    return path
+
+
+def _class_attrs(cls):
+    """What a patch may change: the tuner class's functions and descriptors, by name."""
+    out = {}
+    for klass in cls.__mro__:
+        if klass is object:
+            continue
+        for name, v in vars(klass).items():
+            if name in out or name.startswith("__") and name not in ("__init__", "__call__"):
+                continue
+            out[name] = v
+    return out
+
+
+def _describe(v):
+    f = getattr(v, "fget", None) or v
+    mod = getattr(f, "__module__", None) or type(v).__module__
+    qn = getattr(f, "__qualname__", None) or type(v).__qualname__
+    kind = type(v).__name__
+    return "%s %s.%s" % (kind, mod, qn)
+
+
+class Setup:
+    def __init__(self, cfg):
+        self.cfg = cfg
+        self.program = cfg["program"]
+        recorded = [m.get("python") for m in (self.program.get("tuner_meta") or {}).values()
+                    if isinstance(m.get("python"), dict)]
+        mode = cfg.get("mode", "auto")
+        if mode == "auto":
+            # The interpreter that recorded the step decides; a recording without metadata
+            # was made by a GIL build (no free-threaded build existed before 3.13t).
+            self.free_threaded = any(r.get("gil") is False for r in recorded)
+        else:
+            self.free_threaded = mode == "free-threaded"
+        self.info = {"python": sys.version.split()[0], "replaced": [], "patches": [],
+                     "mode": "free-threaded" if self.free_threaded else "gil"}
+        versions = sorted({r.get("version") for r in recorded if r.get("version")})
+        if versions:
+            self.info["recorded_python"] = versions
+            running = "%d.%d" % sys.version_info[:2]
+            if any(not v.startswith(running + ".") and v != running for v in versions):
+                self.info["python_differs"] = True
+
+    def start(self):
+        self.cfg["patches"] = [os.path.realpath(p) for p in self.cfg.get("patches", [])]
+        patches = set(self.cfg["patches"])
+        fixes_dir = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixes") + os.sep
+        real = {}
+
+        def watched(filename):
+            r = real.get(filename)
+            if r is None:
+                r = real[filename] = os.path.realpath(filename)
+            return (r in patches or r.startswith(fixes_dir) or "/triton/" in r or "/fla/" in r or
+                    filename.startswith("<rerace"))
+
+        self.watched = watched
+        sync.set_watched(watched)
+        sync.install()
+        try:
+            import triton
+            from triton.runtime import autotuner
+        except Exception as e:  # noqa: BLE001 - any failure to import is the user's to see
+            raise SetupError("cannot import triton with %s: %s: %s" % (
+                sys.executable, type(e).__name__, e))
+        self.triton = triton
+        self.autotuner = autotuner
+        self.info["triton"] = getattr(triton, "__version__", "?")
+        recorded = sorted({m.get("triton") for m in (self.program.get("tuner_meta") or {}).values()
+                           if m.get("triton")})
+        if recorded:
+            self.info["recorded_triton"] = recorded
+            if recorded != [self.info["triton"]]:
+                self.info["triton_differs"] = True
+        self.info["triton_file"] = autotuner.__file__
+        self.info["replaced"] = fakes.install(triton)
+        gil_enabled = getattr(sys, "_is_gil_enabled", lambda: True)()
+        self.info["interpreter_gil"] = bool(gil_enabled)
+        from . import gil
+        if self.free_threaded:
+            self.rules = gil.rules_for(sys.version_info[:2], free_threaded=True)
+        else:
+            self.rules = gil.rules_for(sys.version_info[:2])
+        self.info["rules"] = self.rules.name
+        before = _class_attrs(autotuner.Autotuner)
+        for i, path in enumerate(self.cfg.get("patches", [])):
+            self.info["patches"].append(self._import_patch(i, path, before))
+            before = _class_attrs(autotuner.Autotuner)
+        if not self.cfg.get("patches"):
+            self._load_recorded_patches(before)
+        self._build_tuners()
+
+    def _recorded_patches(self):
+        """(what, module, qualname, where) of each part the recording says was patched."""
+        out = []
+        for meta in (self.program.get("tuner_meta") or {}).values():
+            parts = [("run", meta.get("run")), ("_bench", meta.get("bench"))]
+            for field, d in (meta.get("fields") or {}).items():
+                parts.append(("self." + field, d.get("fget") if isinstance(d, dict) else None))
+            for what, f in parts:
+                if not isinstance(f, dict):
+                    continue
+                mod = f.get("module") or ""
+                if not mod or mod.startswith(("triton.", "fla.")) or mod in ("rerace_probe", "functools"):
+                    continue
+                where = "%s:%s" % (f.get("file", "?"), f.get("line", "?"))
+                out.append((what, mod, f.get("qualname") or "?", where))
+        return out
+
+    def _load_recorded_patches(self, before):
+        """A recording of a patched program, replayed without --patch: import the module that
+        the recording says the patch came from, or refuse (never replay stock code for it)."""
+        import importlib
+        for what, mod, qualname, where in self._recorded_patches():
+            if any(p["file"] == mod for p in self.info["patches"]):
+                continue
+            if mod == "__main__" or mod.startswith("rerace_patch_"):
+                raise SetupError(
+                    "the recorded program was patched: %s was %s.%s (%s), defined in its main "
+                    "script; give that patch with --patch FILE" % (what, mod, qualname, where))
+            try:
+                m = importlib.import_module(mod)
+            except Exception as e:  # noqa: BLE001
+                raise SetupError(
+                    "the recorded program was patched: %s was %s.%s (%s), and module %s cannot "
+                    "be imported here (%s: %s); give the patch with --patch FILE" % (
+                        what, mod, qualname, where, mod, type(e).__name__, e))
+            after = _class_attrs(self.autotuner.Autotuner)
+            changed = sorted(n for n in set(before) | set(after) if before.get(n) is not after.get(n))
+            self.info["patches"].append({
+                "file": mod, "recorded": True, "path": getattr(m, "__file__", "?"),
+                "changed": ["Autotuner.%s -> %s" % (n, _describe(after[n])) if n in after
+                            else "Autotuner.%s removed" % n for n in changed]})
+            before = after
+
+    def _import_patch(self, i, path, before):
+        if not os.path.isfile(path):
+            raise SetupError("patch %s: no such file" % path)
+        name = "rerace_patch_%d_%s" % (i, os.path.splitext(os.path.basename(path))[0])
+        spec = importlib.util.spec_from_file_location(name, path)
+        if spec is None or spec.loader is None:
+            raise SetupError("patch %s: not a Python file" % path)
+        mod = importlib.util.module_from_spec(spec)
+        sys.modules[name] = mod
+        try:
+            spec.loader.exec_module(mod)
+        except Exception as e:  # noqa: BLE001
+            tb = traceback.extract_tb(e.__traceback__)
+            at = "%s:%d" % (tb[-1].filename, tb[-1].lineno) if tb else path
+            raise SetupError("patch %s raised %s: %s (at %s)" % (path, type(e).__name__, e, at))
+        after = _class_attrs(self.autotuner.Autotuner)
+        changed = sorted(n for n in set(before) | set(after) if before.get(n) is not after.get(n))
+        return {"file": path, "changed": ["Autotuner.%s -> %s" % (n, _describe(after[n]))
+                                          if n in after else "Autotuner.%s removed" % n
+                                          for n in changed]}
+
+    def _build_tuners(self):
+        self.tuners = {}
+        names = {}
+        for call in self.program["calls"]:
+            tid = call["tuner"]
+            if tid in self.tuners:
+                continue
+            cls = call.get("tuner_class", "")
+            if cls not in ("", "triton.runtime.autotuner.Autotuner"):
+                raise SetupError(
+                    "tuner class %s: the python engine builds triton.runtime.autotuner.Autotuner "
+                    "tuners from a recording; %s is not one (use --engine model)" % (cls, cls))
+            meta = (self.program.get("tuner_meta") or {}).get(str(tid))
+            tuner, why = tuners.imported_kernel(meta, self.autotuner.Autotuner)
+            keys = None
+            if tuner is not None:
+                config_names = set()
+                for c in tuner.configs:
+                    config_names |= set(c.kwargs)
+                positional = [a for a in tuner.arg_names if a not in config_names]
+                keys = list(tuner.keys)
+                source = "imported %s.%s" % (meta["kernel"]["module"], meta["kernel"]["qualname"])
+            else:
+                keys = (meta or {}).get("keys") or None
+                if keys and tuners.key_values(keys, call["arg_names"], call["key"]) is None:
+                    keys = None
+                tuner, positional = tuners.build(call, self.triton, keys=keys)
+                source = "built from the recording" + (
+                    " (key names %s from the probe)" % ", ".join(keys) if keys else
+                    " (the recorded key carried by an extra argument)")
+                if meta:
+                    source += "; not imported: " + why
+            self.info.setdefault("tuners", []).append("%s: %s" % (call["kernel"], source))
+            short = "Autotuner(%s)" % call["kernel"]
+            n = names.get(short, 0)
+            names[short] = n + 1
+            if n:
+                short += "#%d" % n
+            tuners.track(tuner, short)
+            self.tuners[tid] = (tuner, positional, keys)
+
+
+class SetupError(Exception):
+    pass
+
+
+def _classify(e, ts, run):
+    tb = traceback.extract_tb(e.__traceback__)
+    frame = None
+    for fr in reversed(tb):
+        if not control.is_ours(fr.filename):
+            frame = fr
+            break
+    where = "%s:%d in %s" % (_site_path(frame.filename), frame.lineno, frame.name) if frame else ""
+    etype = type(e).__name__
+    msg = str(e) if not isinstance(e, KeyError) else repr(e.args[0]) if e.args else ""
+    out = {"type": etype, "message": msg, "where": where, "code": "exception",
+           "words": "the call raised %s" % etype, "other": -1, "other_step": -1}
+    fn = frame.name if frame else "?"
+    restore = ts.call.get("_restore", []) if ts.call else []
+    if isinstance(e, KeyError) and e.args and e.args[0] in restore:
+        other, step = run.last_writer("restore_copies")
+        out["code"] = "in-param-not-in-cache"
+        who = "restore_copies was last written by thread %d at step %d" % (other, step) \
+            if other >= 0 else "restore_copies has no copy of it"
+        out["words"] = "In-parameter %s is not in the cache: %s, while thread %d ran %s" % (
+            e.args[0], who, ts.tid, fn)
+        out["other"], out["other_step"] = other, step
+    elif isinstance(e, TypeError) and "NoneType" in msg:
+        other, step = run.last_writer("nargs")
+        out["code"] = "nargs-none"
+        out["words"] = "nargs is None while thread %d runs %s: thread %d set it to None at step %d" % (
+            ts.tid, fn, other, step)
+        out["other"], out["other_step"] = other, step
+    elif frame is None or control.is_ours(frame.filename):
+        out["code"] = "internal"
+    return out
+
+
+def _best(call):
+    ns = call.get("bench_ns") or []
+    if not ns:
+        return -1
+    return min(range(len(ns)), key=lambda i: (ns[i], i))
+
+
+def _acceptable(program, call):
+    """The configs some recorded benchmark of this call's tuner and key selected: a launch
+    with one of them is right (threads' timings of one key differ by noise); a launch with a
+    config no benchmark of its key selected ran another key's choice."""
+    out = set()
+    for c in program["calls"]:
+        if c["tuner"] == call["tuner"] and c["key"] == call["key"]:
+            b = _best(c)
+            if b >= 0:
+                out.add(b)
+    return out
+
+
+def _call_args(setup, call, tid):
+    tuner, positional, keys = setup.tuners[call["tuner"]]
+    args = {}
+    if keys:
+        known = tuners.key_values(keys, positional, call["key"]) or {}
+        values = []
+    else:
+        known = {}
+        values = [call["key"]]
+    for name in positional:
+        if name in known:
+            values.append(known[name])
+            continue
+        t = fakes.FakeTensor(tid, name)
+        args[name] = t
+        values.append(t)
+    restore = [call["arg_names"][i] for i in call["restore_value"] if i < len(call["arg_names"])]
+    c = dict(call)
+    c.update(_tuner=tuner, _args=args, _restore=restore,
+             _best=_acceptable(setup.program, call), _reps=setup.cfg.get("reps", 1))
+    return tuner, values, c
+
+
+def _replay_call(setup, run, ts, call_index):
+    """Makes the recorded call through the real tuner; returns the finding of the exception it
+    raised, or None."""
+    call = setup.program["calls"][call_index]
+    tuner, values, c = _call_args(setup, call, ts.tid)
+    ts.call = c
+    try:
+        tuner[(1,)](*values)
+        return None
+    except BaseException as e:  # noqa: BLE001 - the program's exception, reported
+        sys.settrace(None)
+        sys.setprofile(None)
+        f = _classify(e, ts, run)
+        if f["code"] == "internal":
+            f["words"] += ": " + "".join(traceback.format_exception_only(type(e), e)).strip()
+        return f
+    finally:
+        ts.call = None
+
+
+def _worker(setup, run, tracer, ts, ops):
+    control._local.ts = ts
+    if tracer is not None:
+        sys.setprofile(tracer.profile)
+        sys.settrace(tracer.global_trace)
+    ts.baton.acquire()
+    try:
+        for op in ops:
+            kind = op[0]
+            if kind == "call":
+                f = _replay_call(setup, run, ts, op[1])
+                if f is not None:
+                    run.finding(**f)
+                    break  # as in the real program, the exception ends this thread's task
+            elif kind == "launch":
+                run.opportunity()
+                run.advance(op[1])
+            elif kind == "sync":
+                run.opportunity()
+    except BaseException as e:  # noqa: BLE001
+        run.internal("thread %d: %s" % (ts.tid, "".join(traceback.format_exception(type(e), e, e.__traceback__))))
+    sys.settrace(None)
+    sys.setprofile(None)
+    run.send("x")
+    run.hand_on()
+
+
+def _prewarm(setup, run, tracer):
+    """Each (tuner, key) once, serially, before the threads start (no scheduling points; the
+    tracer counts the executions, so the code is as warm as the real prewarm left it)."""
+    ts = control.ThreadState(-1, "prewarm")
+    ts.quiet = 1
+    control._local.ts = ts
+    if tracer is not None:
+        sys.setprofile(tracer.profile)
+        sys.settrace(tracer.global_trace)
+    done = set()
+    for i, call in enumerate(setup.program["calls"]):
+        k = (call["tuner"], call["key"])
+        if k in done:
+            continue
+        done.add(k)
+        f = _replay_call(setup, run, ts, i)
+        if f is not None:
+            run.internal("the serial prewarm call %d raised %s: %s at %s" % (
+                i, f["type"], f["message"], f["where"]))
+    sys.settrace(None)
+    sys.setprofile(None)
+    control._local.ts = None
+
+
+def _child(setup, rfd, wfd, leftover=b""):
+    if control._DEBUG:
+        import faulthandler
+        faulthandler.dump_traceback_later(4, exit=True)
+    run = control.Run(rfd, wfd, setup.free_threaded, setup.rules)
+    run.buf = leftover
+    control.RUN = run
+    tracer = None
+    if not setup.free_threaded:
+        tracer = control.Tracer(setup.rules, setup.watched)
+    if setup.cfg.get("prewarm"):
+        _prewarm(setup, run, tracer)
+    states = []
+    for t, th in enumerate(setup.program["threads"]):
+        states.append(control.ThreadState(t, th["name"]))
+    run.threads = states
+    workers = []
+    for t, th in enumerate(setup.program["threads"]):
+        w = threading.Thread(target=_worker, args=(setup, run, tracer, states[t], th["ops"]),
+                             name=th["name"], daemon=True)
+        w.start()
+        workers.append(w)
+    run.hand_on()
+    for w in workers:
+        w.join()
+    os._exit(0)
+
+
+def main():
+    rfd = os.dup(0)
+    wfd = os.dup(1)
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.dup2(2, 1)
+    state = {"buf": b""}
+    line = _readline(rfd, state)
+    if line is None:
+        return 2
+    try:
+        cfg = json.loads(line)
+        setup = Setup(cfg)
+        setup.start()
+    except SetupError as e:
+        _send(wfd, "error", str(e))
+        return 2
+    except Exception as e:  # noqa: BLE001
+        _send(wfd, "error", "python engine set-up failed: %s: %s" % (type(e).__name__, e))
+        traceback.print_exc()
+        return 2
+    _send(wfd, "ready", json.dumps(setup.info, sort_keys=True))
+    while True:
+        line = _readline(rfd, state)
+        if line is None or line == "quit":
+            return 0
+        if line != "run":
+            _send(wfd, "error", "unknown command %r" % line)
+            return 2
+        sys.stdout.flush()
+        sys.stderr.flush()
+        # What was read past "run" is the child's (the controller does not wait for it).
+        leftover, state["buf"] = state["buf"], b""
+        pid = os.fork()
+        if pid == 0:
+            try:
+                _child(setup, rfd, wfd, leftover)
+            except BaseException:  # noqa: BLE001
+                _send(wfd, "!", "python engine: " + traceback.format_exc().replace("\n", " | "))
+            os._exit(6)
+        _, status = os.waitpid(pid, 0)
+        if os.WIFSIGNALED(status):
+            _send(wfd, "!", "the replay child died of signal %d" % os.WTERMSIG(status))
+            _send(wfd, "done", 128 + os.WTERMSIG(status))
+        else:
+            code = os.WEXITSTATUS(status)
+            if code not in (0,):
+                _send(wfd, "!", "the replay child exited with status %d" % code)
+            _send(wfd, "done", code)

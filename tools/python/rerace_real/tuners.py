@@ -1,0 +1,282 @@
+"""Tuner objects: built from the recording (or imported), and watched for shared accesses.
+
+``track(tuner, name)`` swaps the tuner's class for a subclass of it that reports each read and
+write of the tuner's mutable attributes (the fields Triton's ``Autotuner`` keeps per call, and
+any attribute written after the tuner was built) to the run as scheduling points, and wraps
+the dicts assigned to them in ``TrackedDict``, whose reads and writes are points too. The
+subclass keeps the class's name, module and methods: ``type(t).run`` is still the (possibly
+patched) ``Autotuner.run``, ``super()`` still works, the user's properties still apply.
+
+``build(call, ...)`` makes a real ``triton.autotune`` tuner from what the recording says (the
+kernel's argument names, configs, key, ``restore_value`` / ``reset_to_zero``); the kernel is a
+real ``triton.jit`` function with an empty body (its launch is stubbed, fakes.py).
+"""
+
+import ast
+import inspect
+import linecache
+
+from . import control
+
+# Triton's per-call state on the shared tuner object (all releases 3.2-3.9), and FLA's.
+FIELDS = frozenset([
+    "nargs", "cache", "restore_copies", "best_config", "configs_timings", "bench_time",
+    "config_cache", "_cache",
+])
+
+_subclasses = {}
+
+
+def _access(kind, obj, label):
+    run = control.RUN
+    if run is not None:
+        run.access(kind, obj, label)
+
+
+def _caller_label(what):
+    import sys
+    f = sys._getframe(2)
+    while f is not None and f.f_code.co_filename == __file__:
+        f = f.f_back
+    if f is None:
+        return what
+    path = f.f_code.co_filename
+    cut = path.rfind("site-packages/")
+    if cut >= 0:
+        path = path[cut + len("site-packages/"):]
+    else:
+        cut = path.rfind("triton/")
+        path = path[cut:] if cut >= 0 else path.rsplit("/", 1)[-1]
+    return "%s:%d %s: %s" % (path, f.f_lineno, f.f_code.co_name, what)
+
+
+class TrackedDict(dict):
+    """A dict held by a tuner field: its reads and writes are scheduling points.
+
+    ``{**d}`` and ``dict(d)`` copy it without a point of their own (CPython copies a dict
+    atomically); the read of the field that produced ``d`` was the point."""
+
+    __slots__ = ("_rr_obj",)
+
+    def _r(self, what):
+        _access(control.R, self._rr_obj, _caller_label("read " + self._rr_obj + what))
+
+    def _w(self, what):
+        _access(control.W, self._rr_obj, _caller_label("write " + self._rr_obj + what))
+
+    def __getitem__(self, k):
+        self._r("[%r]" % (k,))
+        return dict.__getitem__(self, k)
+
+    def __setitem__(self, k, v):
+        self._w("[%r]" % (k,))
+        dict.__setitem__(self, k, v)
+
+    def __delitem__(self, k):
+        self._w("[%r] (del)" % (k,))
+        dict.__delitem__(self, k)
+
+    def __contains__(self, k):
+        self._r(" (in)")
+        return dict.__contains__(self, k)
+
+    def get(self, k, default=None):
+        self._r(".get")
+        return dict.get(self, k, default)
+
+    def items(self):
+        self._r(".items()")
+        return dict.items(self)
+
+    def keys(self):
+        self._r(".keys()")
+        return dict.keys(self)
+
+    def values(self):
+        self._r(".values()")
+        return dict.values(self)
+
+    def __len__(self):
+        self._r(" (len)")
+        return dict.__len__(self)
+
+    def setdefault(self, k, default=None):
+        self._w(".setdefault")
+        return dict.setdefault(self, k, default)
+
+    def pop(self, *a):
+        self._w(".pop")
+        return dict.pop(self, *a)
+
+    def popitem(self):
+        self._w(".popitem")
+        return dict.popitem(self)
+
+    def clear(self):
+        self._w(".clear()")
+        dict.clear(self)
+
+    def update(self, *a, **k):
+        self._w(".update")
+        dict.update(self, *a, **k)
+
+    def __reduce__(self):
+        return (dict, (dict(self),))
+
+
+def _wrap(value, obj):
+    if type(value) is dict:
+        d = TrackedDict(value)
+        d._rr_obj = obj + "{}"
+        return d
+    return value
+
+
+def _tracking_class(base):
+    sub = _subclasses.get(base)
+    if sub is not None:
+        return sub
+    get = base.__getattribute__
+    put = base.__setattr__
+
+    def __getattribute__(self, name):
+        if name in FIELDS or name in _written(self):
+            obj = get(self, "_rr_name") + "." + name
+            _access(control.R, obj, _caller_label("read self." + name))
+        return get(self, name)
+
+    def __setattr__(self, name, value):
+        if name.startswith("_rr_"):
+            return put(self, name, value)
+        obj = get(self, "_rr_name") + "." + name
+        if get(self, "_rr_live"):
+            _written(self).add(name)
+            _access(control.W, obj, _caller_label("write self." + name))
+        put(self, name, _wrap(value, obj))
+
+    def _written(self):
+        return object.__getattribute__(self, "_rr_written")
+
+    sub = type(base.__name__, (base,), {
+        "__getattribute__": __getattribute__,
+        "__setattr__": __setattr__,
+        "__module__": base.__module__,
+        "__qualname__": base.__qualname__,
+        "_rr_tracking": True,
+    })
+    _subclasses[base] = sub
+    return sub
+
+
+def track(tuner, name):
+    """Watches `tuner` from now on; `name` names its shared objects in reports."""
+    object.__setattr__(tuner, "_rr_name", name)
+    object.__setattr__(tuner, "_rr_written", set())
+    object.__setattr__(tuner, "_rr_live", False)
+    for field in list(vars(tuner)):
+        if field in FIELDS:
+            object.__setattr__(tuner, field, _wrap(vars(tuner)[field], name + "." + field))
+    tuner.__class__ = _tracking_class(type(tuner))
+    object.__setattr__(tuner, "_rr_live", True)
+    return tuner
+
+
+# ---- building a tuner from the recording ----
+
+def parse_config(text, config_cls):
+    """'BLOCK_N: 1024, num_warps: 4, num_ctas: 1, num_stages: 3, maxnreg: None' -> Config."""
+    params = set(inspect.signature(config_cls.__init__).parameters) - {"self", "kwargs"}
+    kwargs, extra = {}, {}
+    for part in text.split(", "):
+        name, sep, value = part.partition(": ")
+        if not sep:
+            raise ValueError("config %r: %r is not 'name: value'" % (text, part))
+        try:
+            v = ast.literal_eval(value)
+        except (ValueError, SyntaxError):
+            v = value
+        (extra if name in params else kwargs)[name] = v
+    extra = {k: v for k, v in extra.items() if k in params}
+    return config_cls(kwargs, **extra)
+
+
+def kernel_function(name, arg_names):
+    """A Python function `name(*arg_names)` with an empty body whose source inspect can read
+    (triton.jit parses it)."""
+    if not name.isidentifier():
+        name = "kernel"
+    args = [a if a.isidentifier() else "arg%d" % i for i, a in enumerate(arg_names)]
+    src = "def %s(%s):\n    pass\n" % (name, ", ".join(args))
+    filename = "<rerace recorded kernel %s>" % name
+    linecache.cache[filename] = (len(src), None, src.splitlines(True), filename)
+    ns = {}
+    exec(compile(src, filename, "exec"), ns)
+    return ns[name]
+
+
+KEY_ARG = "rerace_recorded_key"
+
+
+def build(call, triton, keys=None):
+    """A triton.autotune tuner for recorded call `call` (a dict from the program).
+
+    `keys`: the names of the key's arguments, when the probe recorded them. Without them the
+    kernel gets one more argument, `rerace_recorded_key` (its first), that carries the recorded
+    key and is the tuner's key. Either way calls with equal recorded keys hit the same cache
+    entry, as they did. Returns the tuner and the names of the arguments a call passes."""
+    configs = [parse_config(c, triton.Config) for c in call["configs"]]
+    config_names = set()
+    for c in configs:
+        config_names |= set(c.kwargs)
+    arg_names = list(call["arg_names"])
+    positional = [a for a in arg_names if a not in config_names]
+    # (The key first,) then the arguments a call passes, then the configs' meta-parameters.
+    lead = [] if keys else [KEY_ARG]
+    fn = kernel_function(call["kernel"], lead + positional +
+                         [a for a in arg_names if a in config_names])
+    jit = triton.jit(fn)
+    names = lambda idx: [arg_names[i] for i in idx if i < len(arg_names)]
+    params = inspect.signature(triton.autotune).parameters
+    kw = {"configs": configs, "key": list(keys) if keys else [KEY_ARG]}
+    if "restore_value" in params:
+        kw["restore_value"] = names(call["restore_value"]) or None
+    if "reset_to_zero" in params:
+        kw["reset_to_zero"] = names(call["reset_to_zero"]) or None
+    tuner = triton.autotune(**kw)(jit)
+    return tuner, positional
+
+
+def key_values(keys, arg_names, recorded_key):
+    """{name: value} of the key's arguments, from the recorded key's text
+    ("(1024, 'torch.float32', ...)": the key arguments' values, then the tensors' dtypes), or
+    None when it cannot be read."""
+    try:
+        parsed = ast.literal_eval(recorded_key)
+    except (ValueError, SyntaxError):
+        return None
+    if not isinstance(parsed, tuple):
+        return None
+    names = [k for k in keys if k in arg_names]
+    if len(parsed) < len(names):
+        return None
+    return dict(zip(names, parsed))
+
+
+def imported_kernel(meta, autotuner_cls):
+    """The kernel's real tuner object, when the recording names an importable one, else None
+    and why not."""
+    import importlib
+    k = (meta or {}).get("kernel") or {}
+    mod, qualname = k.get("module"), k.get("qualname") or ""
+    if not mod or mod == "__main__" or "<locals>" in qualname or not qualname:
+        return None, "defined in a script or a function, not importable"
+    try:
+        obj = importlib.import_module(mod)
+        for part in qualname.split("."):
+            obj = getattr(obj, part)
+    except Exception as e:  # noqa: BLE001 - any failure means: build it from the recording
+        return None, "%s.%s: %s: %s" % (mod, qualname, type(e).__name__, e)
+    # The probe names the kernel function; the module holds the tuner wrapping it.
+    if not isinstance(obj, autotuner_cls):
+        return None, "%s.%s is a %s, not a tuner" % (mod, qualname, type(obj).__name__)
+    return obj, ""

@@ -1,0 +1,329 @@
+"""Tests of the real-code engine's Python pieces (tools/python/rerace_real), without the C++
+side: how a recorded tuner is rebuilt, what the tracking subclass reports, that the patched
+class's methods and properties still apply through it, the controlled primitives outside a
+replay, and that the fakes are the only parts of Triton replaced. The whole engine, driven by
+rerace's scheduler, is tested in tests/replay/python_engine_test.cc."""
+
+import os
+import sys
+import threading
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+from rerace_real import control, fakes, sync, tuners  # noqa: E402
+
+try:
+    import triton
+    from triton.runtime import autotuner
+    SKIP = None
+except Exception as e:  # pragma: no cover - depends on the machine
+    triton = None
+    SKIP = "triton is not installed: %s" % e
+
+
+class Recorder:
+    """Stands for control.RUN: collects the accesses instead of talking to a controller."""
+
+    def __init__(self):
+        self.accesses = []
+        self.opportunities = 0
+
+    def access(self, kind, obj, label):
+        self.accesses.append((kind, obj, label))
+
+    def opportunity(self):
+        self.opportunities += 1
+
+    def last_write_of(self, field):
+        return ""
+
+
+CALL = {
+    "tuner": 1, "tuner_class": "triton.runtime.autotuner.Autotuner", "kernel": "l2norm_fwd_kernel",
+    "key": "(1024, 'torch.float32', 'torch.float32')",
+    "configs": ["BLOCK_N: 1024, num_warps: 1, num_ctas: 1, num_stages: 3, maxnreg: None",
+                "BLOCK_N: 2048, num_warps: 2, num_ctas: 1, num_stages: 3, maxnreg: None"],
+    "arg_names": ["x_ptr", "y_ptr", "N", "eps", "BLOCK_N"], "restore_value": [1],
+    "reset_to_zero": [], "bench_ns": [2000, 1000], "bench_reps": [3, 3], "launch_ns": 500,
+}
+
+
+@unittest.skipIf(triton is None, SKIP)
+class BuildTest(unittest.TestCase):
+
+    def test_config_text_round_trips(self):
+        c = tuners.parse_config(CALL["configs"][1], triton.Config)
+        self.assertEqual(c.kwargs, {"BLOCK_N": 2048})
+        self.assertEqual(c.num_warps, 2)
+        self.assertEqual(str(c), CALL["configs"][1])
+
+    def test_config_without_colon_is_refused(self):
+        with self.assertRaises(ValueError):
+            tuners.parse_config("BLOCK_N=3", triton.Config)
+
+    def test_built_tuner_has_the_recorded_shape(self):
+        t, positional = tuners.build(CALL, triton)
+        self.assertIsInstance(t, autotuner.Autotuner)
+        self.assertEqual(positional, ["x_ptr", "y_ptr", "N", "eps"])
+        self.assertEqual(t.arg_names[0], tuners.KEY_ARG)
+        self.assertEqual(t.keys, [tuners.KEY_ARG])
+        self.assertEqual(t.restore_value, ["y_ptr"])
+        self.assertEqual([str(c) for c in t.configs], CALL["configs"])
+
+
+@unittest.skipIf(triton is None, SKIP)
+class TrackingTest(unittest.TestCase):
+
+    def setUp(self):
+        self.rec = Recorder()
+        control.RUN = self.rec
+
+    def tearDown(self):
+        control.RUN = None
+
+    def test_reads_and_writes_of_fields_are_reported_with_the_source_line(self):
+        t, _ = tuners.build(CALL, triton)
+        tuners.track(t, "T")
+        t.nargs = {"a": 1}
+        _ = t.nargs
+        kinds = [(k, o) for k, o, _ in self.rec.accesses]
+        self.assertEqual(kinds, [("w", "T.nargs"), ("r", "T.nargs")])
+        self.assertIn("test_engine.py", self.rec.accesses[0][2])
+
+    def test_dicts_held_by_fields_report_their_own_accesses(self):
+        t, _ = tuners.build(CALL, triton)
+        tuners.track(t, "T")
+        t.cache["k"] = 1          # read of the field, then a write of its dict
+        self.assertIn("k", t.cache)
+        self.assertEqual([(k, o) for k, o, _ in self.rec.accesses],
+                         [("r", "T.cache"), ("w", "T.cache{}"), ("r", "T.cache"), ("r", "T.cache{}")])
+        self.assertEqual({**t.cache}, {"k": 1})
+        self.assertIs(type(t).__mro__[1], autotuner.Autotuner)
+        self.assertEqual(type(t).__name__, "Autotuner")
+
+    def test_patched_run_and_properties_still_apply(self):
+        class Patched(autotuner.Autotuner):
+            calls = 0
+
+            def run(self, *a, **k):
+                Patched.calls += 1
+                return "patched"
+
+            local = threading.local()
+            nargs = property(lambda self: getattr(Patched.local, "v", None),
+                             lambda self, v: setattr(Patched.local, "v", v))
+
+        t, _ = tuners.build(CALL, triton)
+        t.__class__ = Patched
+        tuners.track(t, "T")
+        self.assertEqual(t.run(), "patched")
+        t.nargs = {"a": 1}
+        self.assertEqual(Patched.local.v, {"a": 1})
+        self.assertEqual(t.nargs, {"a": 1})
+
+
+class SyncTest(unittest.TestCase):
+    """Outside a replay run the controlled primitives are the real ones."""
+
+    def setUp(self):
+        sync.set_watched(lambda f: f == __file__)
+
+    def tearDown(self):
+        sync.set_watched(lambda f: False)
+
+    def test_watched_code_gets_controlled_objects_with_stable_names(self):
+        a, b = sync.Lock(), sync.Lock()
+        self.assertIsInstance(a, sync.Lock)
+        self.assertRegex(a._name, r"^Lock@test_engine\.py:\d+#m\.\d+$")
+        self.assertNotEqual(a._name, b._name)
+
+    def test_unwatched_code_gets_real_objects(self):
+        sync.set_watched(lambda f: False)
+        self.assertNotIsInstance(sync.Lock(), sync.Lock)
+        self.assertNotIsInstance(sync.Event(), sync.Event)
+
+    def test_uncontrolled_semantics_are_threadings(self):
+        lock = sync.Lock()
+        self.assertTrue(lock.acquire())
+        self.assertFalse(lock.acquire(blocking=False))
+        lock.release()
+        r = sync.RLock()
+        with r:
+            with r:
+                pass
+        ev = sync.Event()
+        th = threading.Thread(target=ev.set)
+        th.start()
+        self.assertTrue(ev.wait(5))
+        th.join()
+        s = sync.BoundedSemaphore(1)
+        s.acquire()
+        s.release()
+        with self.assertRaises(ValueError):
+            s.release()
+
+
+class FakeTensorTest(unittest.TestCase):
+
+    def setUp(self):
+        self.rec = Recorder()
+        control.RUN = self.rec
+
+    def tearDown(self):
+        control.RUN = None
+
+    def test_clone_and_copy_carry_whose_data(self):
+        mine, other = fakes.FakeTensor(1, "y_ptr"), fakes.FakeTensor(2, "y_ptr")
+        saved = mine.clone()
+        mine.zero_()
+        mine.copy_(saved)
+        self.assertEqual(mine.value, ("data", 1, "y_ptr"))
+        mine.copy_(other.clone())   # outside a logical thread: no finding, the value moves
+        self.assertEqual(mine.value, ("data", 2, "y_ptr"))
+        self.assertGreaterEqual(self.rec.opportunities, 4)
+
+
+@unittest.skipIf(triton is None, SKIP)
+class ReplacedPartsTest(unittest.TestCase):
+    """The fakes replace the launch and the driver, and nothing else of Triton's."""
+
+    def test_only_the_launch_and_the_driver_are_replaced(self):
+        from triton.runtime import jit
+        mods = [m for n, m in sorted(sys.modules.items()) if n.startswith("triton") and m]
+        before = {(n, k): v for n, m in zip(sorted(x for x in sys.modules if x.startswith("triton")), mods)
+                  for k, v in list(vars(m).items())}
+        klass_before = dict(vars(jit.JITFunction))
+        auto_before = dict(vars(autotuner.Autotuner))
+        replaced = fakes.install(triton)
+        self.assertEqual(replaced, ["triton.runtime.jit.JITFunction.run",
+                                    "triton.runtime.driver.driver.active"])
+        changed = [k for k, v in vars(jit.JITFunction).items() if klass_before.get(k) is not v]
+        self.assertEqual(changed, ["run"])
+        self.assertEqual(dict(vars(autotuner.Autotuner)), auto_before)
+        after = {(n, k): v for n in sorted(x for x in sys.modules if x.startswith("triton"))
+                 for k, v in list(vars(sys.modules[n]).items())}
+        self.assertEqual([k for k in before if after.get(k) is not before[k]], [])
+
+
+if __name__ == "__main__":
+    unittest.main()
+
+
+class TracerTest(unittest.TestCase):
+    """GIL mode: the tracer marks a hand-over place where the running CPython has one (a
+    backward jump, a call that checks after it) and none in straight-line attribute code."""
+
+    def setUp(self):
+        from rerace_real import gil
+        self.rules = gil.rules_for(sys.version_info[:2])
+        self.tracer = control.Tracer(self.rules, lambda f: f == __file__)
+        self.ts = control.ThreadState(0, "t")
+        self.ts.baton.release()
+        control._local.ts = self.ts
+
+    def tearDown(self):
+        sys.settrace(None)
+        sys.setprofile(None)
+        control._local.ts = None
+
+    def run_traced(self, fn, *args):
+        self.ts.new_step()
+        sys.setprofile(self.tracer.profile)
+        sys.settrace(self.tracer.global_trace)
+        try:
+            fn(*args)
+        finally:
+            sys.settrace(None)
+            sys.setprofile(None)
+        return self.ts.opportunity
+
+    def test_straight_line_attribute_code_has_no_hand_over_place(self):
+        class O:
+            pass
+        o = O()
+
+        def body():
+            o.a = {"x": 1}
+            o.b = {**o.a}
+            o.c = o.b["x"]
+
+        body()  # warm
+        self.ts.opportunity = False
+        # The call of body itself is a function entry: start the step inside it.
+        calls = []
+
+        def probe():
+            self.ts.new_step()
+            o.a = {"x": 1}
+            o.b = {**o.a}
+            o.c = o.b["x"]
+            calls.append(self.ts.opportunity)
+
+        self.run_traced(probe)
+        self.assertEqual(calls, [False])
+
+    def test_a_loop_is_a_hand_over_place(self):
+        seen = []
+
+        def probe():
+            self.ts.new_step()
+            for i in range(3):
+                pass
+            seen.append(self.ts.opportunity)
+
+        self.run_traced(probe)
+        self.assertEqual(seen, [True])
+
+    def test_a_class_call_is_a_hand_over_place(self):
+        seen = []
+
+        def probe():
+            self.ts.new_step()
+            d = dict(a=1)
+            seen.append(self.ts.opportunity)
+            return d
+
+        self.run_traced(probe)
+        self.assertEqual(seen, [True])
+
+
+@unittest.skipIf(triton is None, SKIP)
+class WhereTunersComeFromTest(unittest.TestCase):
+    """A recording that names an importable kernel replays that kernel's real tuner object (its
+    configs, key, hooks); otherwise the tuner is built from the recording."""
+
+    def test_importable_kernel_is_the_real_object(self):
+        import json
+        import subprocess
+        import tempfile
+        d = tempfile.mkdtemp()
+        with open(os.path.join(d, "rr_test_kernels.py"), "w") as f:
+            f.write("import triton\nimport triton.language as tl\n"
+                    "@triton.autotune(configs=[triton.Config({'BLOCK': 16}), triton.Config({'BLOCK': 32})],"
+                    " key=['N'], restore_value=['y_ptr'])\n"
+                    "@triton.jit\n"
+                    "def kern(x_ptr, y_ptr, N, BLOCK: tl.constexpr):\n    pass\n")
+        call = dict(CALL, tuner=7, kernel="kern", key="(64, 'torch.float32', 'torch.float32')",
+                    configs=["BLOCK: 1, num_warps: 4, num_ctas: 1, num_stages: 3, maxnreg: None"],
+                    arg_names=["x_ptr", "y_ptr", "N", "BLOCK"], bench_ns=[5], bench_reps=[1])
+        meta = {"kernel": {"module": "rr_test_kernels", "qualname": "kern"}, "keys": ["N"]}
+        cfg = {"program": {"threads": [], "calls": [call], "tuner_meta": {"7": meta}}, "patches": []}
+        script = ("import json, sys\nfrom rerace_real import serve\n"
+                  "s = serve.Setup(json.loads(sys.argv[1]))\ns.start()\n"
+                  "import rr_test_kernels\nt = s.tuners[7][0]\n"
+                  "print(json.dumps({'same': t is rr_test_kernels.kern, 'tuners': s.info['tuners'],"
+                  " 'configs': len(t.configs), 'positional': s.tuners[7][1]}))\n")
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+            [d, os.path.join(os.path.dirname(__file__), "..")] + sys.path))
+        out = subprocess.run([sys.executable, "-c", script, json.dumps(cfg)], env=env,
+                             capture_output=True, text=True, timeout=120)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        got = json.loads(out.stdout.strip().splitlines()[-1])
+        self.assertTrue(got["same"])
+        self.assertEqual(got["configs"], 2)          # the module's configs, not the recording's
+        self.assertEqual(got["positional"], ["x_ptr", "y_ptr", "N"])
+        self.assertEqual(got["tuners"], ["kern: imported rr_test_kernels.kern"])
+
+    def test_key_values_come_from_the_recorded_key(self):
+        self.assertEqual(tuners.key_values(["N"], ["x", "N"], "(1024, 'torch.float32')"), {"N": 1024})
+        self.assertIsNone(tuners.key_values(["N"], ["x", "N"], "not a tuple"))
