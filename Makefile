@@ -60,19 +60,35 @@ test-tsan: build-tsan
 	TSAN_OPTIONS=halt_on_error=1 build-tsan/tests/recorder_test
 	TSAN_OPTIONS=halt_on_error=1 build-tsan/tests/kernels_test --gtest_filter='Autotuner.*' 
 
-# libFuzzer over the trace reader, under ASan + UBSan, with clang. FUZZ_SECONDS=60 by default.
+# libFuzzer, under ASan + UBSan, with clang: the trace reader; trace -> programs -> one small
+# replay; schedule lines; fix descriptions. FUZZ_SECONDS=60 by default, shared out: half each to
+# the reader and the replay, a quarter each to schedules and fixes (90 s in all at 60). Inputs
+# up to 512 KiB, and 1 GiB of RSS (512 MiB per allocation): enough to grow an input that
+# amplifies (a 270 KB trace once built 660 MB), small enough to be stopped by it.
 FUZZ_SECONDS ?= 60
+FUZZ_TARGETS = reader_fuzz replay_fuzz schedule_fuzz fix_fuzz
+FUZZ_FLAGS = -rss_limit_mb=1024 -malloc_limit_mb=512 -timeout=10 -print_final_stats=1
+# ASan's quarantine (256 MiB by default) would count against the RSS limit; 32 MiB keeps the
+# limit a measure of what rerace builds.
+FUZZ_ENV = ASAN_OPTIONS=quarantine_size_mb=32
 build-fuzz:
 	RERACE_FUZZ=1 tools/scripts/install-deps.sh
 	CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=Debug \
 	  -DCMAKE_CXX_FLAGS=-O1 -DRERACE_WERROR=$(WERROR) -DRERACE_CUDA=OFF -DRERACE_BENCH=OFF \
 	  -DRERACE_TESTS=ON -DRERACE_FUZZ=ON -DRERACE_SANITIZE=address,undefined $(CMAKE_FLAGS)
-	cmake --build build-fuzz -j $(JOBS) --target reader_fuzz
+	cmake --build build-fuzz -j $(JOBS) --target $(FUZZ_TARGETS)
 
 fuzz: build-fuzz
-	mkdir -p build-fuzz/corpus
-	build-fuzz/fuzz/reader_fuzz -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=2048 \
-	  -timeout=10 -print_final_stats=1 build-fuzz/corpus tests/fuzz/reader
+	mkdir -p build-fuzz/corpus/reader build-fuzz/corpus/replay build-fuzz/corpus/schedule \
+	  build-fuzz/corpus/fix
+	$(FUZZ_ENV) build-fuzz/fuzz/reader_fuzz -max_total_time=$$(( $(FUZZ_SECONDS) / 2 )) -max_len=524288 \
+	  $(FUZZ_FLAGS) build-fuzz/corpus/reader tests/fuzz/reader
+	$(FUZZ_ENV) build-fuzz/fuzz/replay_fuzz -max_total_time=$$(( $(FUZZ_SECONDS) / 2 )) -max_len=524288 \
+	  $(FUZZ_FLAGS) build-fuzz/corpus/replay tests/fuzz/replay
+	$(FUZZ_ENV) build-fuzz/fuzz/schedule_fuzz -max_total_time=$$(( $(FUZZ_SECONDS) / 4 )) -max_len=65536 \
+	  $(FUZZ_FLAGS) build-fuzz/corpus/schedule tests/fuzz/schedule
+	$(FUZZ_ENV) build-fuzz/fuzz/fix_fuzz -max_total_time=$$(( $(FUZZ_SECONDS) / 4 )) -max_len=4096 \
+	  $(FUZZ_FLAGS) build-fuzz/corpus/fix tests/fuzz/fix
 
 demo: build
 	@tools/scripts/demo.sh build/bin/rerace

@@ -1,5 +1,6 @@
 // replay/src/replay.cc: Replayer (one run of the programs under a strategy), the recorded
 // order as a strategy, and the reports.
+#include "rerace/base/utf8.h"
 #include "rerace/replay/replay.h"
 
 #include <fmt/format.h>
@@ -146,7 +147,8 @@ ReplayResult Replayer::RunWith(sim::Strategy& strategy, std::vector<uint64_t>* a
   return r;
 }
 
-std::string JsonEscape(const std::string& s) {
+std::string JsonEscape(const std::string& raw) {
+  const std::string s = ValidUtf8(raw);  // JSON text is UTF-8: invalid bytes become U+FFFD
   std::string out;
   for (char ch : s) {
     const auto c = static_cast<unsigned char>(ch);

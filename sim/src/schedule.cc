@@ -3,8 +3,11 @@
 
 #include <fmt/format.h>
 
+#include <sys/stat.h>
+
 #include <cerrno>
 #include <charconv>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -56,8 +59,13 @@ Result<Schedule> Schedule::Parse(std::string_view line, std::string_view where) 
   }
   const std::string_view version = line.substr(0, colon);
   if (version != kScheduleFormat) {
+    std::string shown;  // quoted in a one-line message: no control characters
+    for (char ch : version.substr(0, 16)) {
+      const auto c = static_cast<unsigned char>(ch);
+      shown += c >= 0x20 && c < 0x7f ? std::string(1, ch) : fmt::format("\\x{:02x}", c);
+    }
     return Error{fmt::format("{}: schedule format '{}' is not supported: this rerace reads '{}'",
-                             where, version.substr(0, 16), kScheduleFormat)};
+                             where, shown, kScheduleFormat)};
   }
   Schedule s;
   std::string_view body = line.substr(colon + 1);
@@ -78,8 +86,11 @@ Result<Schedule> Schedule::Parse(std::string_view line, std::string_view where) 
     }
     if (pos < body.size()) {
       if (body[pos] != '.') {
-        return Error{fmt::format("{}: byte {}: expected '.' between steps, found '{}'", where,
-                                 colon + 1 + pos, body[pos])};
+        const auto c = static_cast<unsigned char>(body[pos]);
+        return Error{fmt::format("{}: byte {}: expected '.' between steps, found {}", where,
+                                 colon + 1 + pos,
+                                 c >= 0x20 && c < 0x7f ? fmt::format("'{}'", body[pos])
+                                                       : fmt::format("byte 0x{:02x}", c))};
       }
       ++pos;
       if (pos == body.size()) {
@@ -99,23 +110,43 @@ Result<Schedule> Schedule::Parse(std::string_view line, std::string_view where) 
 
 Result<void> Schedule::Save(const std::string& path,
                             const std::vector<std::pair<std::string, std::string>>& meta) const {
-  std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  if (!f) {
-    return Error{fmt::format("{}: cannot write the schedule: {}", path, std::strerror(errno)),
+  // Written under a temporary name and renamed: a failed write leaves no partial schedule.
+  const std::string tmp = path + ".tmp";
+  auto fail = [&](int err) {
+    std::remove(tmp.c_str());
+    return Error{fmt::format("{}: cannot write the schedule: {}", path, std::strerror(err)),
                  kExitIoError};
+  };
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    if (!f) return fail(errno);
+    f << "# rerace schedule\n";
+    for (const auto& [k, v] : meta) f << "# " << k << ": " << v << '\n';
+    f << Encode() << '\n';
+    f.close();
+    if (!f) return fail(errno != 0 ? errno : EIO);
   }
-  f << "# rerace schedule\n";
-  for (const auto& [k, v] : meta) f << "# " << k << ": " << v << '\n';
-  f << Encode() << '\n';
-  f.flush();
-  if (!f) {
-    return Error{fmt::format("{}: cannot write the schedule: {}", path, std::strerror(errno)),
-                 kExitIoError};
-  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) return fail(errno);
   return {};
 }
 
 Result<Schedule> Schedule::Load(const std::string& path) {
+  // Only a regular file of plausible size is read: /dev/zero or a pipe would never end a line.
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    return Error{fmt::format("{}: cannot open the schedule: {}", path, std::strerror(errno)),
+                 kExitNoInput};
+  }
+  if (!S_ISREG(st.st_mode)) {
+    return Error{fmt::format("{}: not a regular file; expected a schedule file ('# rerace "
+                             "schedule' and a '{}:...' line)",
+                             path, kScheduleFormat),
+                 kExitNoInput};
+  }
+  if (static_cast<uint64_t>(st.st_size) > kMaxScheduleFileBytes) {
+    return Error{fmt::format("{}: a file of {} bytes; a schedule file is at most {} bytes", path,
+                             st.st_size, kMaxScheduleFileBytes)};
+  }
   std::ifstream f(path, std::ios::binary);
   if (!f) {
     return Error{fmt::format("{}: cannot open the schedule: {}", path, std::strerror(errno)),

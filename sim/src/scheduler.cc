@@ -67,7 +67,7 @@ std::string SourceLocation::ToString() const {
   return s;
 }
 
-void Check(bool cond, std::string_view message, std::source_location loc) {
+void Check(bool cond, std::string_view message, CallSite loc) {
   if (cond) return;
   // Only the file's base name and line: the report must not depend on where the source was
   // built, nor on the compiler (function_name() differs between compilers).

@@ -157,8 +157,14 @@ const std::vector<std::string>& StrategyNames() {
 
 Result<std::unique_ptr<Strategy>> MakeStrategy(const StrategySpec& spec, uint64_t seed) {
   if (spec.name == "random") return std::unique_ptr<Strategy>(new RandomWalk(seed));
-  if (spec.name == "pct")
+  if (spec.name == "pct") {
+    if (spec.pct_depth < 1 || spec.pct_depth > kMaxPctDepth)
+      return Error{fmt::format("PCT depth {}: expected 1..{} (d-1 priority change points; bugs "
+                               "of depth 2 or 3 are the usual target)",
+                               spec.pct_depth, kMaxPctDepth),
+                   kExitUsage};
     return std::unique_ptr<Strategy>(new Pct(seed, spec.pct_depth, spec.pct_steps));
+  }
   if (spec.name == "round-robin") return std::unique_ptr<Strategy>(new RoundRobin(spec.rr_quantum));
   if (spec.name == "timed") return std::unique_ptr<Strategy>(new Timed(seed));
   if (spec.name == "pos") return std::unique_ptr<Strategy>(new Pos(seed));

@@ -268,6 +268,49 @@ TEST(Fix, UnknownNamesAreUsageErrors) {
   EXPECT_NE(h.error().message.find("unknown region 'everywhere'"), std::string::npos);
 }
 
+// Descriptions that used to mean "none" (or something else) without a word: each is exit 64
+// with what was expected.
+TEST(Fix, DescriptionsThatSayNothingAreUsageErrors) {
+  const struct {
+    const char* text;
+    const char* expected;
+  } cases[] = {
+      {"", "empty fix: expected one of none, lock-run"},
+      {"lock=run:", "lock=run: names no lock after ':'; expected run:NAME or run"},
+      {"lock=hooks:,run", "lock=hooks: names no lock"},
+      {"local=", "local= names an empty field"},
+      {"local=nargs,", "local= names an empty field"},
+      {"lock=", "lock= names an empty region"},
+      {";", "an empty part"},
+      {"local=nargs;", "an empty part"},
+      {"+", "an empty name"},
+      {"tls-nargs+", "an empty name"},
+      {"none+none", "'none' joined with other fixes"},
+      {"none+lock-run", "'none' joined with other fixes"},
+      {"tls-nargs+tls-nargs", "'tls-nargs' appears twice"},
+      {"future=1", "'future' takes no value, found 'future=1'"},
+      {"per-thread=yes", "'per-thread' takes no value"},
+      {"local", "unknown fix 'local'"},
+      {"prewarm;local", "'local' needs a list"},
+      {"local=nargs;local=cache", "'local' appears twice"},
+      {"local=nargs,nargs", "field 'nargs' appears twice"},
+      {"lock=run,run:G", "region 'run' is locked twice"},
+      {"call-lo\ncal", "fix 'call-lo\\x0acal': control character \\x0a at byte 7"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.text);
+    auto f = ParseFix(c.text);
+    ASSERT_FALSE(f.ok()) << "accepted";
+    EXPECT_EQ(f.error().exit_code, 64);
+    EXPECT_NE(f.error().message.find(c.expected), std::string::npos) << f.error().message;
+  }
+  for (const char* good : {"none", "lock-run", "future", "per-thread", "owner", "prewarm",
+                           "lock=run", "lock=run:G,hooks:H", "local=nargs;future;prewarm"}) {
+    SCOPED_TRACE(good);
+    EXPECT_TRUE(ParseFix(good).ok());
+  }
+}
+
 TEST(Fix, NamesComposeAndDescriptionsParse) {
   auto f = ParseFix("tls-nargs+lock-run");
   ASSERT_TRUE(f.ok());

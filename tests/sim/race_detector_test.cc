@@ -158,4 +158,21 @@ TEST(Strategies, PortfolioRotatesByseed) {
 }
 
 }  // namespace
+// A PCT depth is a request for memory (d-1 change points up front): 4294967295 used to
+// allocate 6 GB. Out of range is a usage error.
+TEST(Strategies, PctDepthOutOfRangeIsAUsageError) {
+  StrategySpec spec;
+  spec.name = "pct";
+  for (uint32_t d : {0u, kMaxPctDepth + 1, 4294967295u}) {
+    SCOPED_TRACE(d);
+    spec.pct_depth = d;
+    auto s = MakeStrategy(spec, 1);
+    ASSERT_FALSE(s.ok());
+    EXPECT_EQ(s.error().exit_code, 64);
+    EXPECT_NE(s.error().message.find("expected 1..1000"), std::string::npos) << s.error().message;
+  }
+  spec.pct_depth = kMaxPctDepth;
+  EXPECT_TRUE(MakeStrategy(spec, 1).ok());
+}
+
 }  // namespace rerace::sim

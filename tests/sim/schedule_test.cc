@@ -52,6 +52,9 @@ TEST(Schedule, ParseRejectsBadLines) {
       {"rs1:0,1", "expected '.' between steps, found ','"},
       {"rs1:0.", "the schedule ends with '.'"},
       {"rs1:99999999999", "expected a thread id"},
+      // Control characters are named, not printed: the error stays one line.
+      {"rs1:0\n1", "expected '.' between steps, found byte 0x0a"},
+      {"r\ns1:0", "schedule format 'r\\x0as1' is not supported"},
   };
   for (const BadLine& c : cases) {
     SCOPED_TRACE(c.line);
@@ -60,6 +63,7 @@ TEST(Schedule, ParseRejectsBadLines) {
     EXPECT_NE(s.error().message.find(c.expected), std::string::npos) << s.error().message;
     EXPECT_EQ(s.error().message.rfind("test: ", 0), 0u);
     EXPECT_EQ(s.error().exit_code, 65);
+    EXPECT_EQ(s.error().message.find('\n'), std::string::npos) << s.error().message;
   }
 }
 
@@ -81,6 +85,18 @@ TEST(Schedule, LoadNamesTheMissingFile) {
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.error().message.find("/nonexistent/dir/x.sched: cannot open"), std::string::npos);
   EXPECT_EQ(s.error().exit_code, 66);
+}
+
+// A device or a folder never reaches getline (/dev/zero would be read for gigabytes).
+TEST(Schedule, LoadRefusesWhatIsNotARegularFile) {
+  for (const char* path : {"/dev/zero", "/dev/urandom", "/tmp"}) {
+    SCOPED_TRACE(path);
+    auto s = Schedule::Load(path);
+    ASSERT_FALSE(s.ok());
+    EXPECT_EQ(s.error().exit_code, 66);
+    EXPECT_NE(s.error().message.find(std::string(path) + ": not a regular file"), std::string::npos)
+        << s.error().message;
+  }
 }
 
 TEST(Schedule, LoadNamesTheLineOfABadSchedule) {

@@ -5,6 +5,7 @@
 #include <kj/io.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstring>
 #include <fstream>
 #include <iterator>
@@ -285,7 +286,8 @@ std::vector<Fixture> MakeFixtures() {
   }
   {
     // Aliased pointers: 3000 strings that all point at one 16000-byte text. Reading them would
-    // touch 3000 x 2000 words from a frame of 43 KB; the traversal limit refuses.
+    // touch 3000 x 2000 words from a frame of 43 KB; the reader's memory bound refuses (and
+    // Cap'n Proto's traversal limit would, a little later).
     const uint32_t n = 3000;
     const uint32_t text_words = 2000;
     std::vector<capnp::word> words;
@@ -306,8 +308,99 @@ std::vector<Fixture> MakeFixtures() {
     for (uint32_t i = 0; i < text_words; ++i) words.push_back(Word(i + 1 == text_words ? 0x0061616161616161ull : 0x6161616161616161ull));
     auto b = HeaderOnly();
     AppendFrame(b, 2, PackWords(words));
-    out.push_back({"aliased-pointers.rrt", b, "Cap'n Proto could not read it"});
+    out.push_back({"aliased-pointers.rrt", b, "would build more than"});
   }
+  {
+    // Amplification: a chunk whose strings list is 200,000 null pointers (an eighth of a byte
+    // each once packed) and one text of 2,000 incompressible bytes that raises Cap'n Proto's
+    // traversal limit enough to let them through. Before the reader counted what it builds,
+    // the 5 KB frame became 200,000 std::strings (6.4 MB).
+    const uint32_t n = 200'000;
+    const uint32_t text_bytes = 2000;
+    std::vector<capnp::word> words;
+    words.push_back(Word(0x0007000200000000ull));  // root struct: 2 data, 7 pointers
+    words.push_back(Word(0));
+    words.push_back(Word(0));
+    words.push_back(Word((static_cast<uint64_t>(n + 1) << 35) | (6ull << 32) | ((6ull << 2) | 1)));
+    for (int i = 1; i < 7; ++i) words.push_back(Word(0));
+    for (uint32_t i = 0; i < n; ++i) words.push_back(Word(0));
+    // The last element points just past the list, at the text.
+    words.push_back(Word((static_cast<uint64_t>(text_bytes) << 35) | (2ull << 32) | 1));
+    uint64_t x = 0x243F6A8885A308D3ull;
+    std::vector<uint8_t> text(text_bytes);
+    for (uint32_t i = 0; i + 1 < text_bytes; ++i) {
+      x = x * 6364136223846793005ull + 1442695040888963407ull;
+      text[i] = static_cast<uint8_t>(1 + (x >> 56) % 255);
+    }
+    for (uint32_t i = 0; i < text_bytes; i += 8) {
+      uint64_t w = 0;
+      std::memcpy(&w, text.data() + i, 8);
+      words.push_back(Word(w));
+    }
+    auto b = HeaderOnly();
+    AppendFrame(b, 2, PackWords(words));
+    out.push_back({"null-strings.rrt", b, "would build more than"});
+  }
+  {
+    // A packed run that claims more words than its segment holds: Cap'n Proto logs this through
+    // KJ (a stack dump on stderr) before it throws; the reader folds it into its one line.
+    const std::vector<uint8_t> payload = {0x10, 0x01,  // segment table: 1 segment of 1 word
+                                          0xFF, 1, 2, 3, 4, 5, 6, 7, 8,  // a full word...
+                                          0x02,  // ...then 2 raw words, past the segment's end
+                                          1, 2, 3, 4, 5, 6, 7, 8, 1, 2, 3, 4, 5, 6, 7, 8};
+    auto b = HeaderOnly();
+    AppendFrame(b, 2, payload);
+    out.push_back({"packed-overrun.rrt", b, "did not end cleanly"});
+  }
+  {
+    // Cap'n Proto's own log: frames 0-3 of a real recording (traces/samples/), one byte of
+    // frame 3 flipped (xor 0x57) and its CRC recomputed. KJ logs "Packed input did not end
+    // cleanly" with a stack dump on stderr while it unwinds; the reader must keep stderr to
+    // its one line.
+    auto b = Slurp(std::string(RERACE_SOURCE_DIR) + "/traces/samples/torch-two-threads-h200.rrt");
+    constexpr size_t kFrame3 = 1596, kFrame4 = 10067, kFlip = 3623;
+    if (b.size() > kFrame4) {
+      b.resize(kFrame4);
+      b[kFlip] ^= 0x57;
+      const uint32_t len = static_cast<uint32_t>(kFrame4 - kFrame3 - kFrameHeaderBytes);
+      PutLe32(b.data() + kFrame3 + 8, Crc32c(b.data() + kFrame3 + kFrameHeaderBytes, len));
+    }
+    out.push_back({"kj-log.rrt", b, "did not end cleanly on a segment boundary"});
+  }
+  {
+    // Amplification spread over chunks: 600 chunks of 1,900 null strings each, every one within
+    // its chunk's bound, together 36 MB of strings from a 25 KB file; the trace's bound refuses.
+    auto b = HeaderOnly();
+    const uint32_t n = 1900;
+    std::vector<capnp::word> words;
+    words.push_back(Word(0x0007000200000000ull));
+    words.push_back(Word(0));
+    words.push_back(Word(0));
+    words.push_back(Word((static_cast<uint64_t>(n) << 35) | (6ull << 32) | ((6ull << 2) | 1)));
+    for (int i = 1; i < 7; ++i) words.push_back(Word(0));
+    for (uint32_t i = 0; i < n; ++i) words.push_back(Word(0));
+    const auto payload = PackWords(words);
+    for (int c = 0; c < 600; ++c) AppendFrame(b, 2, payload);
+    out.push_back({"null-strings-many-chunks.rrt", b, "per byte of file"});
+  }
+  out.push_back({"nan-timing.rrt", Write("nan", [](TraceWriter& w) {
+                   const uint32_t t = w.AddThread(1, "only");
+                   TunerEvent te;
+                   te.tuner_class = w.String("c");
+                   te.kernel = w.String("k");
+                   te.kind = TunerKind::kBenchEnd;
+                   te.timings_ms = {0.02, std::nan(""), 0.03};
+                   w.AppendTuner(t, 1, te);
+                 }),
+                 "benchmark timing nan ms; expected a finite number"});
+  out.push_back({"endless-kernel.rrt", Write("endless", [](TraceWriter& w) {
+                   const uint32_t t = w.AddThread(1, "only");
+                   LaunchShape sh;
+                   sh.kernel = w.String("k");
+                   w.AppendLaunch(t, 10, w.Shape(sh), 1);
+                   w.AppendActivity(t, 20, 1, 1000, ~0ull);
+                 }),
+                 "expected at most 3600000000000 ns (an hour)"});
   {
     auto b = HeaderOnly();
     AppendFrame(b, 9, {0, 0});

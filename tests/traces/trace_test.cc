@@ -1,6 +1,11 @@
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <string>
@@ -148,6 +153,122 @@ TEST(Trace, MissingFileIsExit66) {
   EXPECT_NE(t.error().message.find("/no/such/trace.rrt: cannot open the trace"), std::string::npos);
 }
 
+// The memory the reader builds stays within its bound on real recordings, with room to spare:
+// docs/PERFORMANCE.md gives the figures (at most 9.4 bytes per byte of frame).
+TEST(TraceLimits, SamplesBuildAtMostTenBytesPerByteOfFile) {
+  for (const auto& e : std::filesystem::directory_iterator(SourceDir() + "/traces/samples")) {
+    if (e.path().extension() != ".rrt") continue;
+    SCOPED_TRACE(e.path().string());
+    auto t = ReadTrace(e.path().string());
+    ASSERT_TRUE(t.ok()) << t.error().message;
+    const auto size = std::filesystem::file_size(e.path());
+    EXPECT_GT(t->built_bytes, size);
+    EXPECT_LE(t->built_bytes, 10 * size);
+  }
+}
+
+// Recorded numbers that cannot be true are refused where they are read, with the event named:
+// replay would turn them into costs of 18446744071710 ms or overflow a product.
+TEST(TraceLimits, AbsurdRecordedValuesAreRefused) {
+  struct Case {
+    const char* name;
+    void (*edit)(TunerEvent&);
+    const char* expected;
+  } cases[] = {
+      {"NaN", [](TunerEvent& e) { e.timings_ms = {std::nan("")}; }, "benchmark timing nan ms"},
+      {"infinity", [](TunerEvent& e) { e.timings_ms = {1.0 / 0.0}; }, "benchmark timing inf ms"},
+      {"negative", [](TunerEvent& e) { e.timings_ms = {-1.0}; }, "benchmark timing -1 ms"},
+      {"four hours", [](TunerEvent& e) { e.timings_ms = {4 * 3'600'000.0}; }, "expected a finite"},
+      {"2^32-1 repetitions", [](TunerEvent& e) { e.repetitions = 4294967295u; },
+       "4294967295 benchmark repetitions; expected at most 1000000"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    const std::string path = ::testing::TempDir() + "/absurd.rrt";
+    {
+      auto w = TraceWriter::Create(path, Header{});
+      ASSERT_TRUE(w.ok());
+      const uint32_t t = (*w)->AddThread(1, "main");
+      TunerEvent te;
+      te.tuner_class = (*w)->String("c");
+      te.kernel = (*w)->String("k");
+      te.kind = TunerKind::kBenchEnd;
+      c.edit(te);
+      (*w)->AppendTuner(t, 1, te);
+      ASSERT_TRUE((*w)->Finish({}).ok());
+    }
+    auto r = ReadTrace(path);
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.error().exit_code, 65);
+    EXPECT_NE(r.error().message.find(c.expected), std::string::npos) << r.error().message;
+    std::remove(path.c_str());
+  }
+}
+
+TEST(TraceLimits, AbsoluteLimitStopsTheReadWithExit65) {
+  const auto bytes = SmallTrace();
+  ASSERT_TRUE(ParseTrace(bytes, "small").ok());
+  auto t = ParseTrace(bytes, "small", ReadLimits{1024});
+  ASSERT_FALSE(t.ok());
+  EXPECT_EQ(t.error().exit_code, 65);
+  EXPECT_NE(t.error().message.find("more than 0 MiB in memory, the limit; set RERACE_MAX_TRACE_MB"),
+            std::string::npos)
+      << t.error().message;
+}
+
+// What is not a trace file is refused before it is read: the magic first, only regular files,
+// only up to the limit.
+TEST(TraceLimits, ReadFileBytesRefusesWhatIsNotATraceFile) {
+  const std::string zeros = ::testing::TempDir() + "/zeros.rrt";
+  {
+    std::ofstream f(zeros, std::ios::binary);
+    f << std::string(4096, '\0');
+  }
+  const std::string big = ::testing::TempDir() + "/big.rrt";
+  {
+    std::ofstream f(big, std::ios::binary);
+    f << "RRTRACE\n" << std::string((2u << 20), 'x');
+  }
+  struct Case {
+    std::string path;
+    uint64_t limit;
+    int code;
+    std::string expected;
+  } cases[] = {
+      {"/dev/zero", kDefaultMaxTraceMemoryBytes, 66, "/dev/zero: not a regular file (a character device)"},
+      {"/dev/urandom", kDefaultMaxTraceMemoryBytes, 66, "not a regular file"},
+      {"/tmp", kDefaultMaxTraceMemoryBytes, 66, "/tmp: not a regular file (a directory)"},
+      {zeros, kDefaultMaxTraceMemoryBytes, 65, "byte 0: bad magic"},
+      {big, 1u << 20, 65, "a file of 2 MiB; this rerace reads traces of at most 1 MiB (set "
+                          "RERACE_MAX_TRACE_MB"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.path);
+    auto b = ReadFileBytes(c.path, ReadLimits{c.limit});
+    ASSERT_FALSE(b.ok());
+    EXPECT_EQ(b.error().exit_code, c.code);
+    EXPECT_NE(b.error().message.find(c.expected), std::string::npos) << b.error().message;
+  }
+  std::remove(zeros.c_str());
+  std::remove(big.c_str());
+}
+
+TEST(TraceLimits, EnvironmentRaisesTheLimit) {
+  ::setenv("RERACE_MAX_TRACE_MB", "8192", 1);
+  auto l = DefaultReadLimits();
+  ASSERT_TRUE(l.ok());
+  EXPECT_EQ(l->max_memory_bytes, 8192ull << 20);
+  for (const char* bad : {"-1", "0", "1e3", " 5", "lots", "18446744073709551616"}) {
+    SCOPED_TRACE(bad);
+    ::setenv("RERACE_MAX_TRACE_MB", bad, 1);
+    auto b = DefaultReadLimits();
+    ASSERT_FALSE(b.ok());
+    EXPECT_EQ(b.error().exit_code, 64);
+  }
+  ::unsetenv("RERACE_MAX_TRACE_MB");
+  EXPECT_EQ(DefaultReadLimits()->max_memory_bytes, kDefaultMaxTraceMemoryBytes);
+}
+
 TEST(Trace, FileWithoutFooterIsTruncatedNotBroken) {
   const std::string path = ::testing::TempDir() + "/nofooter.rrt";
   {
@@ -239,6 +360,49 @@ TEST(Synth, SameScenarioGivesTheSameBytes) {
   EXPECT_NE(*ba, *ReadFileBytes(b));
   std::remove(a.c_str());
   std::remove(b.c_str());
+}
+
+// Each parameter within its range is not enough: their product is what is allocated. And a
+// duration of 2^64-1 used to divide by zero (SIGFPE) in the synthetic durations.
+TEST(Synth, RejectsScenariosThatAskForTooMuch) {
+  struct Case {
+    const char* name;
+    void (*set)(Scenario&);
+    const char* expected;
+  } cases[] = {
+      {"bench-ns 2^64-1", [](Scenario& s) { s.bench_ns = ~0ull; }, "durations must be at most"},
+      {"kernel-ns 2^64-1", [](Scenario& s) { s.kernel_ns = ~0ull; }, "durations must be at most"},
+      {"other launches 2^32-1", [](Scenario& s) { s.other_launches = ~0u; },
+       "other launches must be at most 1000000"},
+      {"4096 threads x 10000 calls",
+       [](Scenario& s) {
+         s.threads = 4096;
+         s.calls_per_thread = 10000;
+       },
+       "events; at most 1000000"},
+      {"1024 configs x 10000 repetitions",
+       [](Scenario& s) {
+         s.configs = 1024;
+         s.repetitions = 10000;
+       },
+       "events; at most 1000000"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    Scenario s;
+    c.set(s);
+    auto r = ValidateScenario(s);
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.error().exit_code, 64);
+    EXPECT_NE(r.error().message.find(c.expected), std::string::npos) << r.error().message;
+  }
+  Scenario longest;
+  longest.bench_ns = longest.kernel_ns = kMaxSynthKernelNs;
+  const std::string path = ::testing::TempDir() + "/longest.rrt";
+  ASSERT_TRUE(Synthesize(longest, path).ok());
+  auto t = ReadTrace(path);
+  EXPECT_TRUE(t.ok()) << t.error().message;  // the reader's limits admit what synth may write
+  std::remove(path.c_str());
 }
 
 TEST(Synth, RejectsAScenarioNamingAnUnknownArgument) {

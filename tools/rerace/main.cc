@@ -2,11 +2,13 @@
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
+#include <csignal>
 #include <cstdio>
 #include <exception>
 #include <string>
 
 #include "commands.h"
+#include "output.h"
 #include "rerace/base/result.h"
 
 int main(int argc, char** argv) {
@@ -38,10 +40,15 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "rerace: error: %s (run 'rerace --help')\n", e.what());
     return rerace::kExitUsage;
   }
+  // Output lost to a full disk or a file size limit must be noticed: SIGXFSZ would end the
+  // process by a signal (153) where rerace reports the failed write (74).
+  std::signal(SIGXFSZ, SIG_IGN);
   // A command reports its own errors (bad input, usage, output) with their codes; anything
   // that escapes one is a bug in rerace: exit 70 with the message, never 1 (a race found).
+  // Otherwise stdout is flushed and checked (74 when the report was lost).
+  int code = rerace::kExitInternal;
   try {
-    return table.Run();
+    code = table.Run();
   } catch (const std::exception& e) {
     std::fprintf(stderr, "rerace: internal error: %s (a bug in rerace: please report it with the "
                          "command)\n", e.what());
@@ -50,4 +57,5 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "rerace: internal error: an exception of unknown type (a bug in rerace)\n");
     return rerace::kExitInternal;
   }
+  return rerace::tools::FinishStdout(code);
 }

@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
+#include "output.h"
 #include "rerace/base/result.h"
 #include "rerace/replay/timeline.h"
 #include "rerace/traces/reader.h"
@@ -50,10 +51,7 @@ std::string Colour(const std::string& report) {
 }
 
 Result<void> WriteFile(const std::string& path, const std::string& text) {
-  FILE* f = std::fopen(path.c_str(), "w");
-  if (!f || std::fwrite(text.data(), 1, text.size(), f) != text.size() || std::fclose(f) != 0)
-    return Error{fmt::format("{}: cannot write: {}", path, std::strerror(errno)), kExitIoError};
-  return {};
+  return WriteFileAtomically(path, text);
 }
 
 namespace {
@@ -183,6 +181,9 @@ struct ExportArgs {
 int RunExport(const ExportArgs& a) {
   auto t = traces::ReadTrace(a.trace);
   if (!t) return ReportError(t.error());
+  if (t->truncated)
+    std::fprintf(stderr, "warning: TRUNCATED trace %s: %s; the timeline ends at the cut\n",
+                 a.trace.c_str(), t->truncation.c_str());
   const std::string json = replay::TraceTimeline(*t);
   if (auto w = WriteFile(a.output, json); !w) return ReportError(w.error());
   std::fprintf(stderr, "rerace: wrote %s (%zu bytes): open it in ui.perfetto.dev or chrome://tracing\n",

@@ -3,6 +3,7 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <limits>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -17,7 +18,10 @@
 #include <type_traits>
 
 #include "commands.h"
+#include "flags.h"
+#include "output.h"
 #include "rerace/base/result.h"
+#include "rerace/base/utf8.h"
 #include "rerace/replay/check.h"
 #include "rerace/replay/fix.h"
 #include "rerace/replay/program.h"
@@ -93,9 +97,11 @@ void AddCommon(CLI::App* sub, Common& c, bool with_strategy) {
   c.reps_opt = sub->add_option("--reps", c.reps,
                   "do_bench repetitions executed per config (0: as recorded); fewer steps, same "
                   "failures")
-      ->default_val(1);
+      ->default_val(1)
+      ->check(flags::Count(0, 10000));
   c.max_steps_opt = sub->add_option("--max-steps", c.max_steps, "Step bound of one run")
-                        ->default_val(kDefaultMaxSteps);
+                        ->default_val(kDefaultMaxSteps)
+                        ->check(flags::Count(1, flags::kMaxSteps));
   c.failure_opt = sub->add_option("--failure", c.failure,
                                   "Target one kind of failure (" +
                                       fmt::format("{}", fmt::join(FailureKinds(), ", ")) +
@@ -117,7 +123,9 @@ void AddCommon(CLI::App* sub, Common& c, bool with_strategy) {
                     "random, pct, pos, surw, timed, round-robin, or portfolio (random, PCT d=2, PCT "
                     "d=3, POS and SURW in turn by seed)")
         ->default_val("random");
-    sub->add_option("--pct-depth", c.strategy.pct_depth, "PCT bug depth d")->default_val(2);
+    sub->add_option("--pct-depth", c.strategy.pct_depth, "PCT bug depth d")
+        ->default_val(2)
+        ->check(flags::Count(1, sim::kMaxPctDepth));
   }
 }
 
@@ -126,9 +134,22 @@ struct Loaded {
   ReplayOptions options;
 };
 
-Result<Loaded> Load(const std::string& path, const Common& c) {
+// A truncated trace is said on the first line of what a command prints (on stderr under
+// --json): what follows covers only the events recorded before the cut. `check` refuses one
+// unless told otherwise (`refuse_truncated`).
+Result<Loaded> Load(const std::string& path, const Common& c, bool refuse_truncated = false) {
   auto trace = traces::ReadTrace(path);
   if (!trace) return trace.error();
+  if (trace->truncated && refuse_truncated)
+    return Error{fmt::format("{}: {}; a verdict on part of a run is not a verdict on the run: "
+                             "pass --allow-truncated to check the {} events that are there",
+                             path, trace->truncation, trace->events.size()),
+                 kExitDataError};
+  if (trace->truncated)
+    std::fprintf(c.json ? stderr : stdout,
+                 "warning: TRUNCATED trace %s: %s; what follows covers only the %zu events "
+                 "recorded before the cut\n",
+                 path.c_str(), trace->truncation.c_str(), trace->events.size());
   auto program = BuildProgram(*trace, path);
   if (!program) return program.error();
   const bool python = c.engine == "python";
@@ -444,26 +465,6 @@ struct FuzzArgs {
   std::string shard;  // "K/N" or "auto"
 };
 
-Result<double> ParseSeconds(const std::string& s) {
-  if (s.empty()) return 0.0;
-  size_t pos = 0;
-  double v = 0;
-  try {
-    v = std::stod(s, &pos);
-  } catch (...) {
-    pos = 0;
-  }
-  const std::string unit = s.substr(pos);
-  double mul = 0;
-  if (unit.empty() || unit == "s") mul = 1;
-  else if (unit == "ms") mul = 1e-3;
-  else if (unit == "m" || unit == "min") mul = 60;
-  else if (unit == "h") mul = 3600;
-  if (pos == 0 || mul == 0 || v <= 0)
-    return Error{fmt::format("--time '{}': expected a duration such as 90s, 10m or 1h", s), kExitUsage};
-  return v * mul;
-}
-
 struct Shard {
   uint64_t index = 0;
   uint64_t count = 1;
@@ -489,6 +490,9 @@ Result<Shard> ParseShard(const std::string& s) {
   const size_t slash = spec.find('/');
   try {
     if (slash == std::string::npos) throw 0;
+    if (!flags::CheckCount(spec.substr(0, slash), 0, flags::kMaxRuns).empty() ||
+        !flags::CheckCount(spec.substr(slash + 1), 1, flags::kMaxRuns).empty())
+      throw 0;
     size_t a = 0, b = 0;
     sh.index = std::stoull(spec.substr(0, slash), &a);
     sh.count = std::stoull(spec.substr(slash + 1), &b);
@@ -512,7 +516,8 @@ std::string FileSafe(const std::string& s) {
   return out.empty() ? "none" : out;
 }
 
-std::string XmlEscape(const std::string& s) {
+std::string XmlEscape(const std::string& raw) {
+  const std::string s = ValidUtf8(raw);  // the report says encoding="UTF-8"
   std::string out;
   for (char c : s) {
     switch (c) {
@@ -595,7 +600,7 @@ std::string FuzzJunit(const std::vector<FuzzTrace>& all) {
 namespace {
 
 int RunFuzz(const FuzzArgs& a) {
-  auto seconds = ParseSeconds(a.time);
+  auto seconds = a.time.empty() ? Result<double>(0.0) : flags::ParseDuration(a.time);
   if (!seconds) return ReportError(seconds.error());
   auto shard = ParseShard(a.shard);
   if (!shard) return ReportError(shard.error());
@@ -611,7 +616,9 @@ int RunFuzz(const FuzzArgs& a) {
   auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
   std::vector<FuzzTrace> all;
   bool any = false;
+  const std::vector<std::string> stems = UniqueStems(a.traces);
   for (const std::string& path : a.traces) {
+    const std::string& stem = stems[static_cast<size_t>(&path - a.traces.data())];
     auto l = Load(path, a.c);
     if (!l) return ReportError(l.error());
     Replayer rep(l->program, l->options);
@@ -630,7 +637,7 @@ int RunFuzz(const FuzzArgs& a) {
     // Seeds: run i of this shard is global run shard.index + i * shard.count.
     for (uint64_t i = 0;; ++i) {
       if (*seconds > 0) {
-        if (elapsed() >= *seconds) break;
+        if (i > 0 && elapsed() >= *seconds) break;  // at least one run
       } else if (i >= a.runs) {
         break;
       }
@@ -709,7 +716,6 @@ int RunFuzz(const FuzzArgs& a) {
     // then by signature; the files are numbered as listed.
     std::sort(ft.failures.begin(), ft.failures.end(), FailureBefore);
     if (!a.save_dir.empty()) {
-      const std::string stem = std::filesystem::path(path).stem().string();
       size_t n = 0;
       for (FuzzFailure& x : ft.failures) {
         x.schedule_file = fmt::format("{}/{}-{}-{}.sched", a.save_dir, stem, FileSafe(a.c.fix), ++n);
@@ -754,13 +760,8 @@ int RunFuzz(const FuzzArgs& a) {
   }
   const std::string shard_text = a.shard.empty() ? "" : fmt::format("{}/{}", shard->index, shard->count);
   if (a.c.json) std::printf("%s\n", FuzzJson(all, shard_text).c_str());
-  if (!a.junit.empty()) {
-    FILE* f = std::fopen(a.junit.c_str(), "w");
-    const std::string xml = FuzzJunit(all);
-    if (!f || std::fwrite(xml.data(), 1, xml.size(), f) != xml.size() || std::fclose(f) != 0)
-      return ReportError({fmt::format("{}: cannot write the JUnit report: {}", a.junit, std::strerror(errno)),
-                          kExitIoError});
-  }
+  if (!a.junit.empty())
+    if (auto w = WriteFile(a.junit, FuzzJunit(all)); !w) return ReportError(w.error());
   return any ? kExitFound : kExitOk;
 }
 
@@ -775,12 +776,13 @@ struct CheckArgs {
   uint64_t runs = 3000;
   uint64_t seed = 1;
   std::string save;
+  bool allow_truncated = false;
   CLI::Option* runs_opt = nullptr;
   CLI::Option* max_runs_opt = nullptr;
 };
 
 int RunCheck(const CheckArgs& a) {
-  auto l = Load(a.trace, a.c);
+  auto l = Load(a.trace, a.c, !a.allow_truncated);
   if (!l) return ReportError(l.error());
   if (l->options.engine == "python") {
     Replayer probe(l->program, l->options);
@@ -810,6 +812,11 @@ int RunCheck(const CheckArgs& a) {
       v.races = std::move(all);
     }
   }
+  if (v.holds && v.explored == 0)
+    return ReportError({fmt::format("{}: no schedule was explored (--runs {}, --max-runs {}): "
+                                    "that is not a verdict; give at least one run",
+                                    a.trace, a.runs, a.max_runs),
+                        kExitUsage});
   // Only the sampled schedules have a seed; DPOR's and the bounded search's have none.
   std::optional<uint64_t> seed;
   if (automatic && bounded->verdict.holds) seed = v.counterexample_seed;
@@ -932,7 +939,9 @@ void RegisterReplayCommands(CLI::App& app, CommandTable& table) {
       "replay", "Replay a trace once: under a seeded strategy, a saved schedule, or the recorded "
                 "interleaving (exit 1 when it fails)");
   r->add_option("trace", ra->trace, "Trace file")->required();
-  auto* seed = r->add_option("--seed", ra->seed, "Seed of the strategy")->default_val(1);
+  auto* seed = r->add_option("--seed", ra->seed, "Seed of the strategy")
+                   ->default_val(1)
+                   ->check(flags::Count(0, std::numeric_limits<uint64_t>::max()));
   auto* sched = r->add_option("--schedule", ra->schedule,
                               "Replay a saved schedule (no seed needed): a file written by "
                               "--save-schedule (its header gives the fix, model and reps), or the "
@@ -953,16 +962,22 @@ void RegisterReplayCommands(CLI::App& app, CommandTable& table) {
       "fuzz", "Replay traces under many seeds; report each distinct failure once, with its seed "
               "and schedule (exit 1 when any fails)");
   f->add_option("traces", fa->traces, "Trace files")->required();
-  auto* runs = f->add_option("--runs", fa->runs, "Runs per trace; with --shard, runs of this shard (N shards of --runs R cover N*R seeds)")->default_val(1000);
-  auto* time = f->add_option("--time", fa->time, "Time budget instead of --runs (90s, 10m, 1h)");
+  auto* runs = f->add_option("--runs", fa->runs, "Runs per trace; with --shard, runs of this shard (N shards of --runs R cover N*R seeds)")
+                   ->default_val(1000)
+                   ->check(flags::Count(1, flags::kMaxRuns));
+  auto* time = f->add_option("--time", fa->time, "Time budget instead of --runs (90s, 10m, 1h)")
+                   ->check(flags::Duration());
   runs->excludes(time);
-  f->add_option("--seed", fa->seed, "First seed; run i uses seed + i")->default_val(1);
+  f->add_option("--seed", fa->seed, "First seed; run i uses seed + i")
+      ->default_val(1)
+      ->check(flags::Count(0, std::numeric_limits<uint64_t>::max()));
   f->add_option("--save-failures", fa->save_dir, "Folder for one schedule file per distinct failure");
   f->add_option("--junit", fa->junit, "Write a JUnit XML report (one case per trace and fix, one per distinct failure)");
   f->add_option("--shard", fa->shard,
                 "Run only shard K of N (K/N): run i of the campaign belongs to shard i mod N, so N jobs "
                 "cover the seeds once. 'auto' reads K from JOB_COMPLETION_INDEX or SLURM_ARRAY_TASK_ID "
-                "and N from SLURM_ARRAY_TASK_COUNT or RERACE_SHARDS ('auto/N' gives N)");
+                "and N from SLURM_ARRAY_TASK_COUNT or RERACE_SHARDS ('auto/N' gives N)")
+      ->check(flags::ShardSpec());
   AddCommon(f, fa->c, true);
   table.Add(f, [fa] { return RunFuzz(*fa); });
 
@@ -975,20 +990,27 @@ void RegisterReplayCommands(CLI::App& app, CommandTable& table) {
   ca->runs_opt = c->add_option("--runs", ca->runs,
                  "Without --bound: schedules sampled after DPOR at bound 1 (random walk, PCT d=2, "
                  "PCT d=3 in turn); with --engine python 100 unless given")
-      ->default_val(3000);
-  c->add_option("--seed", ca->seed, "First seed")->default_val(1);
+      ->default_val(3000)
+      ->check(flags::Count(0, flags::kMaxRuns));
+  c->add_option("--seed", ca->seed, "First seed")
+      ->default_val(1)
+      ->check(flags::Count(0, std::numeric_limits<uint64_t>::max()));
   auto* bound = c->add_option("--bound", ca->bound,
                 "Explore systematically every interleaving with at most B preemptions that DPOR "
                 "(source sets, sleep sets) distinguishes; without it, DPOR at bound 1 (at most "
                 "20000 runs) and then --runs sampled schedules. --bound 0 never preempts: it cannot reach "
                 "a race and gives no verdict")
       ->check(CLI::Range(0, 100));
+  c->add_flag("--allow-truncated", ca->allow_truncated,
+              "Check a truncated trace (no footer, or cut short): the verdict then covers only the "
+              "events recorded before the cut");
   c->add_flag("--naive", ca->naive, "With --bound: a plain bounded depth-first search (no reduction)")
       ->needs(bound);
   ca->max_runs_opt = c->add_option("--max-runs", ca->max_runs,
                                    "Stop the systematic search after this many runs (without "
                                    "--bound: 20000, with --engine python 200, unless given)")
-      ->default_val(200000);
+      ->default_val(200000)
+      ->check(flags::Count(1, flags::kMaxRuns));
   c->add_option("--save-schedule", ca->save, "Save the counterexample's schedule here");
   c->add_option("--perfetto", ca->perfetto, "Write the counterexample as a Perfetto timeline");
   AddCommon(c, ca->c, false);

@@ -4,11 +4,13 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <limits>
 #include <map>
 #include <memory>
 #include <set>
 
 #include "commands.h"
+#include "flags.h"
 #include "rerace/base/result.h"
 #include "rerace/replay/timeline.h"
 #include "rerace/traces/reader.h"
@@ -175,6 +177,8 @@ int RunShow(const ShowArgs& a) {
   }
   auto t = ReadTrace(a.path);
   if (!t) return ReportError(t.error());
+  if (t->truncated)  // first, as in every command that reads a trace (the summary ends with it too)
+    std::printf("warning: TRUNCATED trace %s: %s\n", a.path.c_str(), t->truncation.c_str());
   std::fputs(Summarize(*t, a.path, a.mangled).c_str(), stdout);
   return kExitOk;
 }
@@ -217,7 +221,8 @@ void RegisterTraceCommands(CLI::App& app, CommandTable& table) {
                "Kernel names as recorded (C++ kernels mangled), not demangled");
   sh->add_option("--raw-frame", show->raw_frame,
                  "Write frame N's payload (packed Cap'n Proto) to stdout, for "
-                 "'capnp decode --packed traces/schema/trace.capnp Chunk'");
+                 "'capnp decode --packed traces/schema/trace.capnp Chunk'")
+      ->check(flags::Count(0, std::numeric_limits<uint32_t>::max()));
   table.Add(sh, [show] { return RunShow(*show); });
 
   auto synth = std::make_shared<SynthArgs>();
@@ -227,11 +232,15 @@ void RegisterTraceCommands(CLI::App& app, CommandTable& table) {
                "the H200 experiment: 8 threads, one autotuned kernel with 12 configs, key N, "
                "restore_value=['y_ptr'], cold cache, all threads calling at once");
   sy->add_option("-o,--output", synth->out, "Trace file to write")->required();
-  sy->add_option("--threads", s.threads, "Host threads")->default_val(s.threads);
-  sy->add_option("--tuners", s.tuners, "Autotuned kernels")->default_val(s.tuners);
-  sy->add_option("--configs", s.configs, "Configs per tuner")->default_val(s.configs);
+  sy->add_option("--threads", s.threads, "Host threads")->default_val(s.threads)
+      ->check(flags::Count(0, std::numeric_limits<uint32_t>::max()));
+  sy->add_option("--tuners", s.tuners, "Autotuned kernels")->default_val(s.tuners)
+      ->check(flags::Count(0, std::numeric_limits<uint32_t>::max()));
+  sy->add_option("--configs", s.configs, "Configs per tuner")->default_val(s.configs)
+      ->check(flags::Count(0, std::numeric_limits<uint32_t>::max()));
   sy->add_option("--calls", s.calls_per_thread, "Tuner calls per thread")
-      ->default_val(s.calls_per_thread);
+      ->default_val(s.calls_per_thread)
+      ->check(flags::Count(0, std::numeric_limits<uint32_t>::max()));
   sy->add_option("--keys", s.keys, "Key values; call i of thread t uses key (t+i) mod n")
       ->default_str("4096");
   sy->add_option("--args", s.arg_names, "The kernel's positional argument names")
@@ -240,15 +249,21 @@ void RegisterTraceCommands(CLI::App& app, CommandTable& table) {
       ->default_str("y_ptr");
   sy->add_option("--reset-to-zero", s.reset_to_zero, "reset_to_zero argument names");
   sy->add_option("--reps", s.repetitions, "do_bench repetitions recorded per config")
-      ->default_val(s.repetitions);
+      ->default_val(s.repetitions)
+      ->check(flags::Count(0, std::numeric_limits<uint32_t>::max()));
   sy->add_option("--bench-ns", s.bench_ns, "Mean kernel time while benchmarking (ns)")
-      ->default_val(s.bench_ns);
+      ->default_val(s.bench_ns)
+      ->check(flags::Count(0, std::numeric_limits<uint64_t>::max()));
   sy->add_option("--kernel-ns", s.kernel_ns, "Mean kernel time of the final launch (ns)")
-      ->default_val(s.kernel_ns);
+      ->default_val(s.kernel_ns)
+      ->check(flags::Count(0, std::numeric_limits<uint64_t>::max()));
   sy->add_option("--other-launches", s.other_launches, "Untuned launches per thread")
-      ->default_val(s.other_launches);
-  sy->add_option("--gpus", s.gpus, "GPUs (thread t uses GPU t mod gpus)")->default_val(s.gpus);
-  sy->add_option("--seed", s.seed, "Seed of the synthetic durations")->default_val(s.seed);
+      ->default_val(s.other_launches)
+      ->check(flags::Count(0, std::numeric_limits<uint32_t>::max()));
+  sy->add_option("--gpus", s.gpus, "GPUs (thread t uses GPU t mod gpus)")->default_val(s.gpus)
+      ->check(flags::Count(0, std::numeric_limits<uint32_t>::max()));
+  sy->add_option("--seed", s.seed, "Seed of the synthetic durations")->default_val(s.seed)
+      ->check(flags::Count(0, std::numeric_limits<uint64_t>::max()));
   sy->add_option("--tuner-class", s.tuner_class, "Tuner class recorded")
       ->default_val(s.tuner_class);
   table.Add(sy, [synth] { return RunSynth(*synth); });

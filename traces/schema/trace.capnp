@@ -112,7 +112,8 @@ enum NvtxKind {
 
 struct Event {
   thread @0 :UInt32;        # must name a declared thread
-  cpuDeltaNs @1 :UInt32;    # CPU time (CLOCK_MONOTONIC) minus Chunk.baseCpuNs
+  cpuDeltaNs @1 :UInt32;    # CPU time (CLOCK_MONOTONIC) minus Chunk.baseCpuNs; the sum
+                            # must fit 64 bits
   union {
     launch :group {
       shape @2 :UInt32;             # must be a declared shape id
@@ -121,7 +122,8 @@ struct Event {
     activity :group {
       correlationId @4 :UInt32;     # must match an earlier launch
       gpuStartNs @5 :UInt64;        # 0 means "no timing", not time zero
-      gpuEndNs @6 :UInt64;          # must be >= gpuStartNs when gpuStartNs != 0
+      gpuEndNs @6 :UInt64;          # must be >= gpuStartNs, and at most an hour after it,
+                                    # when gpuStartNs != 0
     }
     sync :group {
       kind @7 :SyncKind;
@@ -167,8 +169,10 @@ struct TunerEvent {
   restoreValue @10 :List(UInt32);  # indices into argNames (must be in range)
   resetToZero @11 :List(UInt32);   # indices into argNames (must be in range)
   # benchEnd only:
-  timingsMs @12 :List(Float64);  # do_bench quantiles: median, 20th, 80th percentile
-  repetitions @13 :UInt32;       # how many times the config's kernel ran while benchmarked
+  timingsMs @12 :List(Float64);  # do_bench quantiles: median, 20th, 80th percentile; each
+                                 # must be finite, from 0 to 3,600,000 (an hour)
+  repetitions @13 :UInt32;       # how many times the config's kernel ran while benchmarked;
+                                 # must be at most 1,000,000
   # error only:
   errorType @14 :Text;           # "KeyError"
   errorMessage @15 :Text;        # "'y_ptr'"

@@ -8,11 +8,19 @@
 #include <kj/exception.h>
 #include <kj/io.h>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <limits>
+#include <new>
 #include <optional>
 #include <unordered_map>
 #include <unordered_set>
@@ -73,11 +81,36 @@ class CorrelationSet {
   std::unordered_set<uint32_t> set_;
 };
 
+// Cap'n Proto logs some problems (through KJ) on stderr before, or instead of, throwing.
+// While a Parser runs, KJ's log goes here: kept for the error line, never printed.
+class KjLogCapture : public kj::ExceptionCallback {
+ public:
+  void logMessage(kj::LogSeverity, const char*, int, int, kj::String&& text) override {
+    if (first_.empty()) {
+      first_ = text.cStr();
+      for (char& c : first_)
+        if (c == '\n') c = ' ';
+      while (!first_.empty() && first_.back() == ' ') first_.pop_back();
+    }
+  }
+  const std::string& first() const { return first_; }
+
+ private:
+  std::string first_;
+};
+
+uint64_t StrCost(size_t n) { return sizeof(std::string) + n; }
+
 class Parser {
  public:
-  Parser(std::span<const uint8_t> bytes, std::string_view name) : bytes_(bytes), name_(name) {}
+  Parser(std::span<const uint8_t> bytes, std::string_view name, const ReadLimits& limits)
+      : bytes_(bytes), name_(name), limit_(limits.max_memory_bytes) {
+    const uint64_t relative = kTraceBuildSlackBytes + bytes.size() * kMaxBuiltBytesPerByte;
+    trace_budget_ = std::min<uint64_t>(limit_, relative);
+  }
 
   Result<Trace> Run() {
+    KjLogCapture kj_log;
     try {
       Preamble();
       Frame f;
@@ -132,6 +165,12 @@ class Parser {
     } catch (const Bad& b) {
       return Error{fmt::format("{}: {}", name_, b.what), kExitDataError};
     }
+    if (!kj_log.first().empty()) {
+      // Cap'n Proto complained without throwing: the data is not what the writer wrote.
+      return Error{fmt::format("{}: {}: Cap'n Proto reported: {}", name_, where_, kj_log.first()),
+                   kExitDataError};
+    }
+    trace_.built_bytes = built_;
     return std::move(trace_);
   }
 
@@ -216,6 +255,9 @@ class Parser {
     opts.traversalLimitInWords =
         std::min<uint64_t>(kMaxChunkWords, 1024 + f.payload.size() * kMaxUnpackedWordsPerByte);
     opts.nestingLimit = kNestingLimit;
+    chunk_built_ = 0;
+    chunk_payload_ = f.payload.size();
+    chunk_budget_ = kChunkBuildSlackBytes + f.payload.size() * kMaxBuiltBytesPerByte;
     try {
       kj::ArrayInputStream in(kj::ArrayPtr<const kj::byte>(f.payload.data(), f.payload.size()));
       capnp::PackedMessageReader msg(in, opts);
@@ -234,6 +276,33 @@ class Parser {
 
   [[noreturn]] void Fail(std::string_view what) { throw Bad{fmt::format("{}: {}", where_, what)}; }
 
+  // Counts `bytes` of memory about to be built from the current frame; stops the read when the
+  // frame or the whole trace would build more than its bound (format.h).
+  void Charge(uint64_t bytes) {
+    chunk_built_ += bytes;
+    built_ += bytes;
+    if (chunk_built_ > chunk_budget_)
+      Fail(fmt::format("its {} bytes would build more than {} bytes in memory (at most {} per "
+                       "byte of frame, plus {} KiB); a hostile or corrupt frame (lists of empty "
+                       "elements?)",
+                       chunk_payload_, chunk_budget_, kMaxBuiltBytesPerByte,
+                       kChunkBuildSlackBytes >> 10));
+    if (built_ > trace_budget_) {
+      if (trace_budget_ == limit_)
+        Fail(fmt::format("the trace would take more than {} MiB in memory, the limit; set "
+                         "RERACE_MAX_TRACE_MB to raise it",
+                         limit_ >> 20));
+      Fail(fmt::format("a file of {} bytes would build more than {} bytes in memory (at most {} "
+                       "per byte of file, plus {} MiB); a hostile or corrupt file",
+                       bytes_.size(), trace_budget_, kMaxBuiltBytesPerByte,
+                       kTraceBuildSlackBytes >> 20));
+    }
+  }
+  std::string Text(capnp::Text::Reader t) {
+    Charge(StrCost(t.size()));
+    return std::string(t.cStr());
+  }
+
   void CheckString(uint32_t id, std::string_view field) {
     if (id >= trace_.strings.size())
       Fail(fmt::format("{} names string {}; expected a declared string id (< {})", field, id,
@@ -250,6 +319,7 @@ class Parser {
   std::vector<ClockPair> ClockPairs(capnp::List<s::ClockPair>::Reader l, std::string_view field) {
     std::vector<ClockPair> out;
     for (auto c : l) {
+      Charge(sizeof(ClockPair));
       if (!KnownGpu(c.getDevice()))
         Fail(fmt::format("{} names device {}, which is not in the header's GPUs", field,
                          c.getDevice()));
@@ -264,29 +334,31 @@ class Parser {
     if (out.format_version != kFormatVersion)
       Fail(fmt::format("header says format version {}, the preamble {}", out.format_version,
                        kFormatVersion));
-    out.recorder_version = h.getRecorderVersion().cStr();
-    out.host = h.getHost().cStr();
+    out.recorder_version = Text(h.getRecorderVersion());
+    out.host = Text(h.getHost());
     out.pid = h.getPid();
     out.rank = h.getRank();
-    for (auto t : h.getCommandLine()) out.command_line.emplace_back(t.cStr());
+    for (auto t : h.getCommandLine()) out.command_line.push_back(Text(t));
     out.start_time_unix_ns = h.getStartTimeUnixNs();
     out.start_cpu_ns = h.getStartCpuNs();
     for (auto g : h.getGpus()) {
       for (const Gpu& seen : out.gpus)
         if (seen.index == g.getIndex())
           Fail(fmt::format("GPU index {} appears twice; expected unique indices", g.getIndex()));
-      out.gpus.push_back({g.getIndex(), g.getName().cStr(), g.getUuid().cStr(), g.getMemoryBytes()});
+      Charge(sizeof(Gpu));
+      out.gpus.push_back({g.getIndex(), Text(g.getName()), Text(g.getUuid()), g.getMemoryBytes()});
     }
     out.clock_pairs = ClockPairs(h.getClockPairs(), "a clock pair");
-    for (auto t : h.getTunerClasses()) out.tuner_classes.emplace_back(t.cStr());
+    for (auto t : h.getTunerClasses()) out.tuner_classes.push_back(Text(t));
   }
 
   void ReadChunk(s::Chunk::Reader c) {
     if (c.getFirstSeq() != trace_.events.size())
       Fail(fmt::format("first sequence number {}; expected {} (the events before it)",
                        c.getFirstSeq(), trace_.events.size()));
-    for (auto t : c.getStrings()) trace_.strings.emplace_back(t.cStr());
+    for (auto t : c.getStrings()) trace_.strings.push_back(Text(t));
     for (auto sh : c.getShapes()) {
+      Charge(sizeof(LaunchShape));
       LaunchShape out;
       out.kernel = sh.getKernel();
       CheckString(out.kernel, fmt::format("launch shape {}'s kernel", trace_.shapes.size()));
@@ -310,10 +382,11 @@ class Parser {
     }
     for (auto t : c.getThreads()) {
       const uint32_t id = t.getId();
+      Charge(sizeof(Thread));
       if (id == trace_.threads.size()) {
-        trace_.threads.push_back({id, t.getOsTid(), t.getName().cStr()});
+        trace_.threads.push_back({id, t.getOsTid(), Text(t.getName())});
       } else if (id < trace_.threads.size()) {
-        trace_.threads[id].name = t.getName().cStr();
+        trace_.threads[id].name = Text(t.getName());
       } else {
         Fail(fmt::format("declares thread {}; expected the next id {} or an existing one", id,
                          trace_.threads.size()));
@@ -323,6 +396,9 @@ class Parser {
     uint32_t next_tuner = 0;
     const uint64_t base = c.getBaseCpuNs();
     auto events = c.getEvents();
+    // Each event: the Event and its share of the correlation set.
+    constexpr uint64_t kEventCost = sizeof(Event) + 16;
+    Charge(kEventCost * events.size());
     if (trace_.events.capacity() < trace_.events.size() + events.size())  // geometric growth
       trace_.events.reserve(std::max<size_t>(2 * trace_.events.capacity(),
                                              trace_.events.size() + events.size()));
@@ -330,6 +406,9 @@ class Parser {
       Event out;
       out.seq = trace_.events.size();
       out.thread = e.getThread();
+      if (base > std::numeric_limits<uint64_t>::max() - e.getCpuDeltaNs())
+        Fail(fmt::format("event {}: CPU time {} + {} ns overflows 64 bits; a corrupt time",
+                         out.seq, base, e.getCpuDeltaNs()));
       out.cpu_ns = base + e.getCpuDeltaNs();
       if (out.thread >= trace_.threads.size())
         Fail(fmt::format("event {} names thread {}; expected a declared thread (< {})", out.seq,
@@ -363,6 +442,11 @@ class Parser {
           if (out.gpu_start_ns != 0 && out.gpu_end_ns < out.gpu_start_ns)
             Fail(fmt::format("event {}: GPU end {} before start {}", out.seq, out.gpu_end_ns,
                              out.gpu_start_ns));
+          if (out.gpu_start_ns != 0 && out.gpu_end_ns - out.gpu_start_ns > kMaxKernelNs)
+            Fail(fmt::format("event {}: a kernel of {} ns (GPU start {}, end {}); expected at "
+                             "most {} ns (an hour): a corrupt timing",
+                             out.seq, out.gpu_end_ns - out.gpu_start_ns, out.gpu_start_ns,
+                             out.gpu_end_ns, kMaxKernelNs));
           ++counts_.activity_count;
           break;
         }
@@ -437,6 +521,7 @@ class Parser {
   }
 
   TunerEvent ReadTuner(s::TunerEvent::Reader t, const Event& ev) {
+    Charge(sizeof(TunerEvent));
     TunerEvent out;
     out.tuner = t.getTuner();
     out.tuner_class = t.getTunerClass();
@@ -451,11 +536,13 @@ class Parser {
     if (field > static_cast<uint16_t>(s::TunerEvent::Field::BENCH_TIME))
       Fail(fmt::format("event {}: unknown tuner field {}", ev.seq, field));
     out.field = static_cast<TunerField>(field);
-    out.key = t.getKey().cStr();
+    out.key = Text(t.getKey());
     out.config = t.getConfig();
-    out.detail = t.getDetail().cStr();
-    for (auto c : t.getConfigs()) out.configs.emplace_back(c.cStr());
-    for (auto a : t.getArgNames()) out.arg_names.emplace_back(a.cStr());
+    out.detail = Text(t.getDetail());
+    for (auto c : t.getConfigs()) out.configs.push_back(Text(c));
+    for (auto a : t.getArgNames()) out.arg_names.push_back(Text(a));
+    Charge(sizeof(uint32_t) * (t.getRestoreValue().size() + t.getResetToZero().size()) +
+           sizeof(double) * t.getTimingsMs().size());
     for (uint32_t i : t.getRestoreValue()) {
       if (i >= out.arg_names.size())
         Fail(fmt::format("event {}: restore_value index {} is out of range of {} arguments",
@@ -468,11 +555,20 @@ class Parser {
                          ev.seq, i, out.arg_names.size()));
       out.reset_to_zero.push_back(i);
     }
-    for (double d : t.getTimingsMs()) out.timings_ms.push_back(d);
+    for (double d : t.getTimingsMs()) {
+      if (!std::isfinite(d) || d < 0 || d > kMaxTimingMs)
+        Fail(fmt::format("event {}: benchmark timing {} ms; expected a finite number of "
+                         "milliseconds from 0 to {} (an hour): a corrupt timing",
+                         ev.seq, d, kMaxTimingMs));
+      out.timings_ms.push_back(d);
+    }
     out.repetitions = t.getRepetitions();
-    out.error_type = t.getErrorType().cStr();
-    out.error_message = t.getErrorMessage().cStr();
-    out.error_where = t.getErrorWhere().cStr();
+    if (out.repetitions > kMaxRepetitions)
+      Fail(fmt::format("event {}: {} benchmark repetitions; expected at most {}: a corrupt count",
+                       ev.seq, out.repetitions, kMaxRepetitions));
+    out.error_type = Text(t.getErrorType());
+    out.error_message = Text(t.getErrorMessage());
+    out.error_where = Text(t.getErrorWhere());
     // The config index must fit the call this thread has open on this tuner.
     const auto call_key = std::make_pair(out.tuner, ev.thread);
     if (out.kind == TunerKind::kCallBegin) {
@@ -521,6 +617,12 @@ class Parser {
   uint64_t frame_index_ = 0;
   uint64_t cut_offset_ = 0, cut_have_ = 0, cut_need_ = 0;
   std::string where_;
+  uint64_t limit_;
+  uint64_t trace_budget_ = 0;
+  uint64_t built_ = 0;
+  uint64_t chunk_built_ = 0;
+  uint64_t chunk_budget_ = 0;
+  uint64_t chunk_payload_ = 0;
   Footer counts_;
   CorrelationSet launched_;
   std::unordered_map<std::pair<uint64_t, uint32_t>, size_t, PairHash> open_calls_;
@@ -528,36 +630,109 @@ class Parser {
 
 }  // namespace
 
-Result<Trace> ParseTrace(std::span<const uint8_t> bytes, std::string_view name) {
-  Parser p(bytes, name);
-  return p.Run();
+Result<Trace> ParseTrace(std::span<const uint8_t> bytes, std::string_view name,
+                         const ReadLimits& limits) {
+  try {
+    Parser p(bytes, name, limits);
+    return p.Run();
+  } catch (const std::bad_alloc&) {
+    // Only under a limit raised past what this machine has (RERACE_MAX_TRACE_MB).
+    return Error{fmt::format("{}: out of memory while reading the trace (limit {} MiB); lower "
+                             "RERACE_MAX_TRACE_MB or use a machine with more memory",
+                             name, limits.max_memory_bytes >> 20),
+                 kExitDataError};
+  }
 }
 
-Result<std::vector<uint8_t>> ReadFileBytes(const std::string& path) {
-  FILE* f = std::fopen(path.c_str(), "rb");
-  if (f == nullptr) {
+Result<ReadLimits> DefaultReadLimits() {
+  ReadLimits l;
+  const char* env = std::getenv("RERACE_MAX_TRACE_MB");
+  if (env == nullptr || *env == 0) return l;
+  const std::string v = env;
+  uint64_t mb = 0;
+  bool ok = v.size() <= 9;
+  for (char c : v) ok = ok && c >= '0' && c <= '9';
+  if (ok) mb = std::strtoull(v.c_str(), nullptr, 10);
+  if (!ok || mb == 0)
+    return Error{fmt::format("RERACE_MAX_TRACE_MB='{}': expected a whole number of megabytes "
+                             "from 1 to 999999999",
+                             v),
+                 kExitUsage};
+  l.max_memory_bytes = mb << 20;
+  return l;
+}
+
+Result<std::vector<uint8_t>> ReadFileBytes(const std::string& path, const ReadLimits& limits) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) {
     return Error{fmt::format("{}: cannot open the trace: {}", path, std::strerror(errno)),
                  kExitNoInput};
   }
-  std::vector<uint8_t> bytes;
-  std::vector<uint8_t> block(1 << 20);
-  for (;;) {
-    const size_t n = std::fread(block.data(), 1, block.size(), f);
-    bytes.insert(bytes.end(), block.begin(), block.begin() + static_cast<std::ptrdiff_t>(n));
-    if (n < block.size()) break;
-  }
-  const bool failed = std::ferror(f) != 0;
-  std::fclose(f);
-  if (failed) {
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  struct stat st {};
+  if (::fstat(fd, &st) != 0)
+    return Error{fmt::format("{}: cannot stat the trace: {}", path, std::strerror(errno)),
+                 kExitNoInput};
+  if (!S_ISREG(st.st_mode))
+    return Error{fmt::format("{}: not a regular file ({}); expected a trace file (.rrt)", path,
+                             S_ISDIR(st.st_mode)    ? "a directory"
+                             : S_ISCHR(st.st_mode)  ? "a character device"
+                             : S_ISFIFO(st.st_mode) ? "a pipe; save it to a file first"
+                                                    : "a special file"),
+                 kExitNoInput};
+  const auto size = static_cast<uint64_t>(st.st_size);
+  // The magic first: a file that is not a trace is refused before it is read.
+  char magic[8] = {};
+  const ssize_t got = ::pread(fd, magic, sizeof magic, 0);
+  if (got < 0)
     return Error{fmt::format("{}: read failed: {}", path, std::strerror(errno)), kExitNoInput};
+  if (static_cast<size_t>(got) < kMagic.size() ||
+      std::memcmp(magic, kMagic.data(), kMagic.size()) != 0)
+    return Error{fmt::format("{}: byte 0: bad magic; expected \"RRTRACE\\n\" (not a rerace "
+                             "trace)",
+                             path),
+                 kExitDataError};
+  if (size > limits.max_memory_bytes)
+    return Error{fmt::format("{}: a file of {} MiB; this rerace reads traces of at most {} MiB "
+                             "(set RERACE_MAX_TRACE_MB to raise the limit)",
+                             path, size >> 20, limits.max_memory_bytes >> 20),
+                 kExitDataError};
+  std::vector<uint8_t> bytes;
+  try {
+    bytes.resize(size);
+  } catch (const std::bad_alloc&) {
+    return Error{fmt::format("{}: out of memory for a file of {} MiB (limit {} MiB); lower "
+                             "RERACE_MAX_TRACE_MB or use a machine with more memory",
+                             path, size >> 20, limits.max_memory_bytes >> 20),
+                 kExitDataError};
   }
+  uint64_t have = 0;
+  while (have < size) {
+    const ssize_t n = ::pread(fd, bytes.data() + have, size - have, static_cast<off_t>(have));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0)
+      return Error{fmt::format("{}: read failed at byte {}: {}", path, have, std::strerror(errno)),
+                   kExitNoInput};
+    if (n == 0) break;  // shrank while we read: what is there is what was written
+    have += static_cast<uint64_t>(n);
+  }
+  bytes.resize(have);
   return bytes;
 }
 
-Result<Trace> ReadTrace(const std::string& path) {
-  auto bytes = ReadFileBytes(path);
+Result<Trace> ReadTrace(const std::string& path, const ReadLimits& limits) {
+  auto bytes = ReadFileBytes(path, limits);
   if (!bytes) return bytes.error();
-  return ParseTrace(*bytes, path);
+  return ParseTrace(*bytes, path, limits);
+}
+
+Result<Trace> ReadTrace(const std::string& path) {
+  auto limits = DefaultReadLimits();
+  if (!limits) return limits.error();
+  return ReadTrace(path, *limits);
 }
 
 Result<std::vector<FrameInfo>> ListFrames(std::span<const uint8_t> bytes, std::string_view name) {

@@ -3,7 +3,12 @@
 
 #include <fmt/format.h>
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <functional>
 
 #include "rerace/traces/writer.h"
@@ -45,6 +50,20 @@ Result<void> ValidateScenario(const Scenario& s) {
     return bad("scenario: repetitions must be 1..10000");
   if (s.gpus == 0 || s.gpus > 1024) return bad("scenario: gpus must be 1..1024");
   if (s.bench_ns == 0 || s.kernel_ns == 0) return bad("scenario: durations must be positive");
+  if (s.bench_ns > kMaxSynthKernelNs || s.kernel_ns > kMaxSynthKernelNs)
+    return bad(fmt::format("scenario: durations must be at most {} ns (the reader refuses "
+                           "kernels of more than an hour)",
+                           kMaxSynthKernelNs));
+  if (s.other_launches > 1'000'000) return bad("scenario: other launches must be at most 1000000");
+  // The trace's size is the product of the parameters: bound it, not each alone.
+  const uint64_t per_call = static_cast<uint64_t>(s.configs) * (2 + 4ull * s.repetitions) + 4;
+  const uint64_t per_thread = 2ull * s.other_launches + s.calls_per_thread * per_call;
+  const uint64_t events = s.threads * per_thread;
+  if (events > kMaxSynthEvents)
+    return bad(fmt::format("scenario: {} threads x ({} other launches x 2 + {} calls x ({} configs "
+                           "x (2 + 4 x {} repetitions) + 4)) = {} events; at most {}",
+                           s.threads, s.other_launches, s.calls_per_thread, s.configs,
+                           s.repetitions, events, kMaxSynthEvents));
   for (const auto& n : s.restore_value)
     if (IndexOf(s.arg_names, n) < 0)
       return bad(fmt::format("scenario: restore_value names '{}', which is not an argument ({})",
@@ -84,8 +103,34 @@ std::vector<std::string> SynthCommand(const Scenario& s) {
   return c;
 }
 
+namespace {
+Result<void> WriteScenario(const Scenario& s, const std::string& path);
+}  // namespace
+
+// Written under a temporary name and renamed: a failed write leaves no partial trace behind.
 Result<void> Synthesize(const Scenario& s, const std::string& path) {
   if (auto v = ValidateScenario(s); !v) return v;
+  const std::string tmp = fmt::format("{}.tmp-{}", path, static_cast<long>(::getpid()));
+  auto named = [&](Error e) {
+    for (size_t at; (at = e.message.find(tmp)) != std::string::npos;)
+      e.message.replace(at, tmp.size(), path);
+    return e;
+  };
+  if (auto r = WriteScenario(s, tmp); !r) {
+    std::remove(tmp.c_str());
+    return named(r.error());
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    const int err = errno;
+    std::remove(tmp.c_str());
+    return Error{fmt::format("{}: cannot write the trace: {}", path, std::strerror(err)),
+                 kExitIoError};
+  }
+  return {};
+}
+
+namespace {
+Result<void> WriteScenario(const Scenario& s, const std::string& path) {
   Header h;
   h.recorder_version = "rerace-synth";
   h.host = "synthetic";
@@ -221,5 +266,6 @@ Result<void> Synthesize(const Scenario& s, const std::string& path) {
   for (uint32_t g = 0; g < s.gpus; ++g) f.end_clock_pairs.push_back({g, cpu, cpu});
   return tw.Finish(f);
 }
+}  // namespace
 
 }  // namespace rerace::traces

@@ -29,6 +29,9 @@ namespace rerace::sim {
 using ThreadId = uint32_t;
 inline constexpr ThreadId kNoThread = UINT32_MAX;
 inline constexpr std::string_view kScheduleFormat = "rs1";
+// Schedule::Load reads only regular files up to this size (a run-length line of millions of
+// steps is a few megabytes).
+inline constexpr uint64_t kMaxScheduleFileBytes = 64u << 20;
 
 class Schedule {
  public:

@@ -118,9 +118,26 @@ class ThreadError : public std::exception {
   SourceLocation where_;
 };
 
+// Where a Check was called. std::source_location where the standard library has it; the
+// libFuzzer build (clang 14 with libstdc++ 12, which lacks __builtin_source_location) gets the
+// same file and line from the builtins every compiler of ours has.
+#if defined(__cpp_lib_source_location)
+using CallSite = std::source_location;
+#else
+struct CallSite {
+  static constexpr CallSite current(const char* file = __builtin_FILE(),
+                                    unsigned line = __builtin_LINE()) {
+    return CallSite{file, line};
+  }
+  constexpr const char* file_name() const { return file_; }
+  constexpr unsigned line() const { return line_; }
+  const char* file_;
+  unsigned line_;
+};
+#endif
+
 // Fiber only. Fails the current thread (and so the run) unless `cond` holds.
-void Check(bool cond, std::string_view message,
-           std::source_location loc = std::source_location::current());
+void Check(bool cond, std::string_view message, CallSite loc = CallSite::current());
 
 enum class FailureKind : uint8_t { kException, kCheck, kDeadlock, kStepBound, kDivergence };
 const char* FailureKindName(FailureKind k);

@@ -148,7 +148,10 @@ class ScheduleReplay final : public Strategy {
 // Builds a strategy from its command-line name: "round-robin", "random", "pct", "timed", "pos",
 // "surw" (needs `surw_steps`), or "portfolio" (random, PCT d=2, PCT d=3, POS and SURW in turn,
 // by seed).
-// `pct_depth` and `pct_steps` apply to "pct". Error (exit 64) names the known strategies.
+// `pct_depth` (1..kMaxPctDepth) and `pct_steps` apply to "pct". Error (exit 64) names the known
+// strategies, or the allowed depths.
+// PCT's d-1 change points are allocated up front: a depth is a request for memory.
+inline constexpr uint32_t kMaxPctDepth = 1000;
 struct StrategySpec {
   std::string name = "random";
   uint32_t pct_depth = 3;

@@ -24,6 +24,25 @@ inline constexpr uint64_t kMaxUnpackedWordsPerByte = 64;   // packed expansion a
 inline constexpr uint64_t kMaxChunkWords = 16u << 20;      // 128 MiB unpacked, absolute
 inline constexpr int kNestingLimit = 8;                    // the schema nests 3 deep
 
+// What the reader builds in memory (strings, events, tuner transitions...) is bounded too, since
+// Cap'n Proto's traversal limit bounds only its own work: a list of null text pointers costs
+// the file an eighth of a byte per element and rerace a std::string each.
+//   per chunk: kChunkBuildSlackBytes + kMaxBuiltBytesPerByte x the frame's payload
+//   per trace: kTraceBuildSlackBytes + kMaxBuiltBytesPerByte x the file size, and never more
+//              than ReadLimits::max_memory_bytes (kDefaultMaxTraceMemoryBytes unless the user
+//              raises it with RERACE_MAX_TRACE_MB)
+// Measured on the sample traces (docs/PERFORMANCE.md): at most 9.4 bytes built per byte of frame.
+inline constexpr uint64_t kMaxBuiltBytesPerByte = 64;
+inline constexpr uint64_t kChunkBuildSlackBytes = 64u << 10;
+inline constexpr uint64_t kTraceBuildSlackBytes = 16u << 20;
+inline constexpr uint64_t kDefaultMaxTraceMemoryBytes = 1024ull << 20;
+// Recorded values beyond these are corrupt, not slow kernels: a kernel or a benchmark timing of
+// more than an hour, a timing that is not a finite number >= 0.
+inline constexpr uint64_t kMaxKernelNs = 3'600'000'000'000ull;
+inline constexpr double kMaxTimingMs = 3'600'000.0;
+// do_bench's repetitions of one config: replay scales a timing by them (an hour x 1M fits 63 bits).
+inline constexpr uint32_t kMaxRepetitions = 1'000'000;
+
 // CRC-32C (Castagnoli) of a byte range, as stored in each frame header.
 uint32_t Crc32c(const void* data, size_t size, uint32_t crc = 0);
 

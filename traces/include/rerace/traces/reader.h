@@ -7,6 +7,11 @@
 // that match launches, sequence numbers, counts in the footer. A file cut anywhere after its
 // header reads up to its last whole chunk and says "truncated after N events".
 //
+// Memory is bounded by the file: what the reader builds per chunk and per trace is at most a
+// fixed multiple of the bytes it came from, and never more than ReadLimits::max_memory_bytes
+// (format.h); beyond it the read stops with exit 65. Only a regular file whose first bytes are
+// the magic is read at all, and only up to that limit.
+//
 // Errors are one line: the file, the frame (chunk) and its byte offset, what was found and
 // what was expected; exit code 65 (66 when the file cannot be opened). Cap'n Proto exceptions
 // are caught here and never escape.
@@ -21,15 +26,30 @@
 #include <vector>
 
 #include "rerace/base/result.h"
+#include "rerace/traces/format.h"
 #include "rerace/traces/trace.h"
 
 namespace rerace::traces {
 
+// The absolute bounds of one read. The user raises them with the environment variable
+// RERACE_MAX_TRACE_MB (megabytes of memory the reader may build, and of file it reads).
+struct ReadLimits {
+  uint64_t max_memory_bytes = kDefaultMaxTraceMemoryBytes;
+};
+// kDefaultMaxTraceMemoryBytes, or RERACE_MAX_TRACE_MB when set (exit 64 when that is not a
+// whole number of megabytes >= 1).
+Result<ReadLimits> DefaultReadLimits();
+
+// Reads with DefaultReadLimits().
 Result<Trace> ReadTrace(const std::string& path);
-// The bytes of a file (exit code 66 when it cannot be opened).
-Result<std::vector<uint8_t>> ReadFileBytes(const std::string& path);
+Result<Trace> ReadTrace(const std::string& path, const ReadLimits& limits);
+// The bytes of a trace file: a regular file (66 when it cannot be opened or is not a regular
+// file), beginning with the magic (65), of at most limits.max_memory_bytes (65).
+Result<std::vector<uint8_t>> ReadFileBytes(const std::string& path,
+                                           const ReadLimits& limits = ReadLimits{});
 // Parses a trace already in memory; `name` stands for the file in messages.
-Result<Trace> ParseTrace(std::span<const uint8_t> bytes, std::string_view name);
+Result<Trace> ParseTrace(std::span<const uint8_t> bytes, std::string_view name,
+                         const ReadLimits& limits = ReadLimits{});
 
 // One frame's position, for `rerace show --frames` and `capnp decode`.
 struct FrameInfo {

@@ -42,6 +42,13 @@ struct Scenario {
   std::string tuner_class = "triton.runtime.autotuner.Autotuner";
 };
 
+// What one scenario may ask for: each parameter has its range, and their product (the events
+// written, each held in memory until written) is bounded too, so that what synth writes the
+// reader reads within its default limit (4M events of 70 configs took 1.7 GB to write and more
+// than the reader's 1024 MiB to read; 1M stays well inside both).
+inline constexpr uint64_t kMaxSynthEvents = 1'000'000;
+inline constexpr uint64_t kMaxSynthKernelNs = 1'000'000'000'000ull;  // 1000 s
+
 // Checks a scenario; the message names the offending field (exit 64).
 Result<void> ValidateScenario(const Scenario& s);
 Result<void> Synthesize(const Scenario& s, const std::string& path);

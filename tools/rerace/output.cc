@@ -1,0 +1,61 @@
+// tools/rerace/output.cc: checked stdout and all-or-nothing files (see output.h).
+#include "output.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <map>
+
+namespace rerace::tools {
+
+int FinishStdout(int code) {
+  errno = 0;
+  const bool flushed = std::fflush(stdout) == 0;
+  if (flushed && std::ferror(stdout) == 0) return code;
+  const int err = errno;
+  std::fprintf(stderr, "rerace: error: standard output: cannot write: %s (the report is incomplete)\n",
+               err != 0 ? std::strerror(err) : "write error");
+  return kExitIoError;
+}
+
+Result<void> WriteFileAtomically(const std::string& path, const std::string& text) {
+  const std::string tmp = fmt::format("{}.tmp-{}", path, static_cast<long>(::getpid()));
+  FILE* f = std::fopen(tmp.c_str(), "wb");
+  if (f == nullptr)
+    return Error{fmt::format("{}: cannot write: {}", path, std::strerror(errno)), kExitIoError};
+  const bool wrote = std::fwrite(text.data(), 1, text.size(), f) == text.size();
+  const bool flushed = std::fflush(f) == 0;
+  const int err = errno;
+  const bool closed = std::fclose(f) == 0;
+  if (!wrote || !flushed || !closed) {
+    std::remove(tmp.c_str());
+    return Error{fmt::format("{}: cannot write: {}", path, std::strerror(err != 0 ? err : EIO)),
+                 kExitIoError};
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    const int rerr = errno;
+    std::remove(tmp.c_str());
+    return Error{fmt::format("{}: cannot write (rename from {}): {}", path, tmp,
+                             std::strerror(rerr)),
+                 kExitIoError};
+  }
+  return {};
+}
+
+std::vector<std::string> UniqueStems(const std::vector<std::string>& paths) {
+  std::vector<std::string> stems;
+  std::map<std::string, int> uses;
+  for (const std::string& p : paths) {
+    stems.push_back(std::filesystem::path(p).stem().string());
+    ++uses[stems.back()];
+  }
+  for (size_t i = 0; i < stems.size(); ++i)
+    if (uses[stems[i]] > 1) stems[i] += fmt::format(".{}", i + 1);
+  return stems;
+}
+
+}  // namespace rerace::tools
