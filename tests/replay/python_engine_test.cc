@@ -224,8 +224,8 @@ TEST_P(PythonEngineRelease, RaisesItsOwnFailure) {
 INSTANTIATE_TEST_SUITE_P(Releases, PythonEngineRelease,
                          ::testing::Values(Release{"3.4.0", true}, Release{"3.6.0", true},
                                            Release{"3.8.0", false}, Release{"3.9.0", false}),
-                         [](const auto& info) {
-                           std::string n = std::string("Triton") + info.param.triton;
+                         [](const auto& tp) {
+                           std::string n = std::string("Triton") + tp.param.triton;
                            for (char& c : n)
                              if (c == '.') c = '_';
                            return n;
