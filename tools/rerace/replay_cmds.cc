@@ -68,8 +68,10 @@ void AddCommon(CLI::App* sub, Common& c, bool with_strategy) {
   models.insert(models.end(), ModelNames().begin(), ModelNames().end());
   c.model_opt = sub->add_option("--model", c.model,
                                 "Tuner model: auto (from the trace's tuner class and Triton "
-                                "version; a class rerace does not know is refused), triton "
-                                "(Triton 3.6), fla or native (rerace's C++ autotuner)")
+                                "version; a class rerace does not know is refused), or one of " +
+                                    fmt::format("{}", fmt::join(ModelNames(), ", ")) +
+                                    " (docs/MODEL.md: triton is Triton 3.6, native rerace's C++ "
+                                    "autotuner)")
       ->default_val("auto")
       ->check(CLI::IsMember(models));
   sub->add_option("--engine", c.engine,

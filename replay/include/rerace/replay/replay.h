@@ -187,8 +187,8 @@ const Finding* FirstOf(const ReplayResult& r, const std::string& kind);
 // launched or synchronized), as the summary counts them: "7 of 8 threads".
 uint32_t WorkerThreads(const Program& p);
 
-// The tuner models, by name (what --model takes besides "auto"): triton (Triton 3.6),
-// fla, native.
+// The tuner models, by name, in the registry's order (what --model takes besides "auto";
+// replay/src/models/registry.cc).
 const std::vector<std::string>& ModelNames();
 
 // The tuner classes `--model auto` recognizes: Triton's Autotuner (a class under `triton.`),
