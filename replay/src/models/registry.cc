@@ -9,6 +9,7 @@ namespace rerace::replay::detail {
 
 // Each model's file defines its accessor.
 const TunerModel& Triton36();
+const TunerModel& Triton38();
 const TunerModel& Fla();
 const TunerModel& Native();
 
@@ -32,6 +33,7 @@ struct Entry {
 // Order matters for `auto`: class-chosen rows first, in order; then the version rows.
 constexpr Entry kModels[] = {
     {.name = "triton", .model = Triton36, .stands_for = IsTriton, .triton = ""},
+    {.name = "triton-3.8", .model = Triton38, .stands_for = IsTriton, .triton = "3.8."},
     {.name = "fla", .model = Fla, .stands_for = IsFla, .triton = nullptr},
     {.name = "native", .model = Native, .stands_for = IsNative, .triton = nullptr},
 };
