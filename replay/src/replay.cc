@@ -164,8 +164,8 @@ std::string JsonEscape(const std::string& s) {
 
 const std::vector<std::string>& FailureKinds() {
   static const std::vector<std::string> kinds = {
-      "wrong-restore", "config-mismatch", "in-param-not-in-cache", "nargs-none", "deadlock",
-      "step-bound"};
+      "wrong-restore", "missed-restore", "config-mismatch", "in-param-not-in-cache", "nargs-none",
+      "deadlock", "step-bound"};
   return kinds;
 }
 
