@@ -123,17 +123,7 @@ ReplayResult Replayer::RunWith(sim::Strategy& strategy, std::vector<uint64_t>* a
     throw detail::EngineError(fmt::format("no tuner model is named '{}' (one of {})", name,
                                           fmt::join(ModelNames(), ", ")));
   detail::TunerWorld world(sched, program_, options_, reps, *model, anchors);
-  for (uint32_t t = 0; t < program_.threads.size(); ++t)
-    sched.Spawn(program_.threads[t].name, [&world, t] { world.RunThread(t); });
-  if (options_.fix.prewarm)
-    world.prewarm_thread = sched.Spawn("prewarm", [&world] { world.RunPrewarm(); });
-  if (options_.fix.owner_thread) {
-    std::set<uint32_t> devices;
-    for (const TunerCall& c : program_.calls) devices.insert(c.device);
-    for (uint32_t d : devices)
-      world.owner_thread[d] =
-          sched.Spawn(fmt::format("GPU {} owner", d), [&world, d] { world.RunOwner(d); });
-  }
+  world.Spawn();
   ReplayResult r;
   r.strategy = strategy.Name();
   r.fix = options_.fix.name;

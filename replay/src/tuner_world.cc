@@ -1,13 +1,12 @@
 // replay/src/tuner_world.cc: the world the tuner models act on: the fix-aware shared fields,
-// the fix's locks and futures, the recorded threads' programs, the virtual GPU, the findings and
-// the recorded-order anchors. The models themselves are in replay/src/models/.
+// the fix's locks and futures, the run's fibers (recorded threads, prewarm, GPU owners), the
+// virtual GPU and the findings. The recorded-order anchors are in tuner_world_anchors.cc; the
+// models themselves in replay/src/models/.
 #include "tuner_world.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cstdio>
-#include <cstdlib>
 
 namespace rerace::replay::detail {
 
@@ -36,6 +35,7 @@ TunerWorld::TunerWorld(sim::Scheduler& s, const Program& p, const ReplayOptions&
       local_nargs_(o.fix.IsLocal(Field::kNargs)),
       local_copies_(o.fix.IsLocal(Field::kRestoreCopies)),
       per_key_future_(o.fix.per_key_future), per_thread_tuner_(o.fix.per_thread_tuner),
+      owner_thread_(o.fix.owner_thread), prewarm_(o.fix.prewarm),
       anchors_(anchors),
       cursor_(p.threads.size(), 0), fields_recorded_(p.threads.size(), false),
       reads_recorded_(p.threads.size(), false) {
@@ -62,7 +62,7 @@ TunerWorld::TunerWorld(sim::Scheduler& s, const Program& p, const ReplayOptions&
       if ((op.kind == Op::Kind::kLockAcquire || op.kind == Op::Kind::kLockRelease) &&
           !recorded_locks_.count(op.lock))
         recorded_locks_[op.lock] = std::make_unique<sim::Mutex>(s, "recorded lock " + op.lock_name);
-  if (o.fix.owner_thread) {
+  if (owner_thread_) {
     for (const ThreadProgram& tp : p.threads) {
       std::set<uint32_t> devices;
       for (const Op& op : tp.ops)
@@ -146,68 +146,6 @@ void TunerWorld::WriteCopies(TunerState& st, Copies v, const char* label) {
   st.restore_copies.Write(v, label);
 }
 
-void TunerWorld::AnchorWrite(uint32_t thread, traces::TunerField field) {
-  if (anchors_ == nullptr || thread >= p_.threads.size() || !fields_recorded_[thread]) return;
-  Anchor(thread, TunerKind::kFieldWrite, -1, field);
-}
-
-void TunerWorld::AnchorRead(uint32_t thread, traces::TunerField field) {
-  if (anchors_ == nullptr || thread >= p_.threads.size() || !reads_recorded_[thread]) return;
-  Anchor(thread, TunerKind::kFieldRead, -1, field);
-}
-
-void TunerWorld::CountUnreached(uint32_t thread) {
-  if (anchors_ == nullptr || thread >= p_.threads.size()) return;
-  const auto& tr = p_.threads[thread].transitions;
-  uint64_t n = 0;
-  for (size_t c = cursor_[thread]; c < tr.size(); ++c)
-    n += tr[c].kind != TunerKind::kError && tr[c].kind != TunerKind::kFieldRead &&
-         tr[c].kind != TunerKind::kFieldWrite;
-  if (std::getenv("RERACE_DEBUG_ANCHORS"))
-    std::fprintf(stderr, "anchor: thread %u ended with %llu recorded transitions unreached\n",
-                 thread, static_cast<unsigned long long>(n));
-  left_recording_ += n;
-}
-
-void TunerWorld::Anchor(uint32_t thread, TunerKind kind, int32_t config, traces::TunerField field) {
-  if (anchors_ == nullptr || thread >= p_.threads.size()) return;
-  const auto& tr = p_.threads[thread].transitions;
-  size_t& c = cursor_[thread];
-  const bool fields = fields_recorded_[thread];
-  const bool reads = reads_recorded_[thread];
-  auto anchors_on = [fields, reads](const RecordedTransition& t) {
-    const TunerKind k = t.kind;
-    if (k == TunerKind::kFieldWrite)
-      return fields && (t.field == traces::TunerField::kNargs ||
-                        t.field == traces::TunerField::kRestoreCopies ||
-                        t.field == traces::TunerField::kBestConfig);
-    if (k == TunerKind::kFieldRead)
-      return reads && (t.field == traces::TunerField::kNargs ||
-                       t.field == traces::TunerField::kRestoreCopies);
-    return k == TunerKind::kCallBegin || k == TunerKind::kCallEnd || k == TunerKind::kBenchBegin ||
-           k == TunerKind::kBenchEnd || k == TunerKind::kPreHook || k == TunerKind::kPostHook ||
-           k == TunerKind::kLaunch;
-  };
-  while (c < tr.size() && !anchors_on(tr[c])) ++c;
-  if (c < tr.size() && tr[c].kind == kind && (config < 0 || tr[c].config == config) &&
-      (field == traces::TunerField::kNone || tr[c].field == field)) {
-    (*anchors_)[thread] = tr[c].seq;
-    ++c;
-  } else {
-    if (left_recording_ < 8 && std::getenv("RERACE_DEBUG_ANCHORS"))
-      std::fprintf(stderr, "anchor: thread %u wants %s/%d/%s, recording has %s/%d/%s at %zu of %zu\n",
-                   thread, traces::TunerKindName(kind), config, traces::TunerFieldName(field),
-                   c < tr.size() ? traces::TunerKindName(tr[c].kind) : "end",
-                   c < tr.size() ? tr[c].config : -9,
-                   c < tr.size() ? traces::TunerFieldName(tr[c].field) : "-", c, tr.size());
-    ++left_recording_;
-  }
-}
-
-void TunerWorld::AnchorOp(uint32_t thread, uint64_t seq) {
-  if (anchors_ != nullptr && thread < p_.threads.size()) (*anchors_)[thread] = seq;
-}
-
 void TunerWorld::Silent(uint32_t thread, std::string code, std::string words, std::string where,
                    uint32_t other, uint64_t other_step) {
   for (const Finding& f : findings_)
@@ -259,8 +197,20 @@ void TunerWorld::Sync(uint32_t device, uint64_t stream, bool whole_device) {
   s_.AdvanceTo(until);
 }
 
+void TunerWorld::Spawn() {
+  for (uint32_t t = 0; t < p_.threads.size(); ++t)
+    s_.Spawn(p_.threads[t].name, [this, t] { RunThread(t); });
+  if (prewarm_) prewarm_thread_ = s_.Spawn("prewarm", [this] { RunPrewarm(); });
+  if (owner_thread_) {
+    std::set<uint32_t> devices;
+    for (const TunerCall& c : p_.calls) devices.insert(c.device);
+    for (uint32_t d : devices)
+      s_.Spawn(fmt::format("GPU {} owner", d), [this, d] { RunOwner(d); });
+  }
+}
+
 void TunerWorld::RunThread(uint32_t t) {
-  if (prewarm_thread != UINT32_MAX) s_.Join(prewarm_thread);
+  if (prewarm_thread_ != UINT32_MAX) s_.Join(prewarm_thread_);
   const ThreadProgram& tp = p_.threads[t];
   try {
     for (const Op& op : tp.ops) {
@@ -291,7 +241,7 @@ void TunerWorld::RunThread(uint32_t t) {
   // as Python's `with` would.
   for (auto& [id, m] : recorded_locks_)
     if (m->owner() == s_.CurrentThread()) m->Unlock("release at thread end");
-  if (o_.fix.owner_thread) {
+  if (owner_thread_) {
     for (auto& [d, q] : queues_) {
       bool client = false;
       for (const Op& op : tp.ops)
@@ -343,7 +293,7 @@ void TunerWorld::RunOwner(uint32_t device) {
 
 void TunerWorld::Call(uint32_t thread, uint32_t call) {
   const TunerCall& c = p_.calls[call];
-  if (o_.fix.owner_thread && queues_.count(c.device)) {
+  if (owner_thread_ && queues_.count(c.device)) {
     Queue& q = *queues_.at(c.device);
     Request r{thread, call, std::make_unique<sim::Promise<int>>(s_, "owner result")};
     sim::Future<int> f = r.done->GetFuture();

@@ -115,14 +115,11 @@ class TunerWorld {
   TunerWorld(sim::Scheduler& s, const Program& p, const ReplayOptions& o, uint32_t reps,
              const TunerModel& model, std::vector<uint64_t>* anchors);
 
-  // The bodies of the run's fibers: a recorded thread, the prewarm thread, a GPU's owner.
-  void RunThread(uint32_t t);
-  void RunPrewarm();
-  void RunOwner(uint32_t device);
+  // Spawns the run's fibers: one per recorded thread, then the fix's prewarm thread and one
+  // owner per GPU (prewarm, owner-thread). Call once, before the scheduler runs.
+  void Spawn();
+  // After the scheduler has run: the findings, duplicate tunings, makespan.
   void Finalize(ReplayResult& r);
-
-  uint32_t prewarm_thread = UINT32_MAX;
-  std::map<uint32_t, uint32_t> owner_thread;  // device → sim thread id
 
   // --- For the models. ---
   sim::Scheduler& sched() { return s_; }
@@ -173,6 +170,10 @@ class TunerWorld {
   void Sync(uint32_t device, uint64_t stream, bool whole_device);
 
  private:
+  // The bodies of the run's fibers: a recorded thread, the prewarm thread, a GPU's owner.
+  void RunThread(uint32_t t);
+  void RunPrewarm();
+  void RunOwner(uint32_t device);
   void Call(uint32_t thread, uint32_t call);
   void AnchorOp(uint32_t thread, uint64_t seq);
   // --recorded: the recorded transitions a thread did not reach (it raised where the
@@ -190,6 +191,9 @@ class TunerWorld {
   const bool local_copies_;
   const bool per_key_future_;
   const bool per_thread_tuner_;
+  const bool owner_thread_;
+  const bool prewarm_;
+  uint32_t prewarm_thread_ = UINT32_MAX;
   std::vector<sim::Mutex*> region_locks_;  // by Region
 
   std::vector<uint64_t>* anchors_;
