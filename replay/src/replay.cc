@@ -4,6 +4,7 @@
 #include "rerace/replay/replay.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <map>
@@ -11,7 +12,8 @@
 
 #include "python_engine.h"
 #include "rerace/sim/stack_pool.h"
-#include "world.h"
+#include "models/registry.h"
+#include "tuner_world.h"
 
 namespace rerace::replay {
 
@@ -39,10 +41,6 @@ class RecordedOrder final : public sim::Strategy {
  private:
   const std::vector<uint64_t>& anchors_;
 };
-
-bool IsFla(const std::string& cls) {
-  return cls.find("CachedAutotuner") != std::string::npos || cls.rfind("fla.", 0) == 0;
-}
 
 }  // namespace
 
@@ -78,11 +76,7 @@ std::string Replayer::EngineSummary() {
 std::string Replayer::ModelName() const {
   if (options_.engine == "python") return "python";
   if (options_.model != "auto") return options_.model;
-  for (const std::string& c : program_.tuner_classes) {
-    if (IsFla(c)) return "fla";
-    if (c.rfind("rerace.kernels.", 0) == 0) return "native";
-  }
-  return "triton";
+  return detail::AutoModel(program_);
 }
 
 ReplayResult Replayer::Run(sim::Strategy& strategy) {
@@ -124,22 +118,17 @@ ReplayResult Replayer::RunWith(sim::Strategy& strategy, std::vector<uint64_t>* a
     r.races = detector.races();
     return r;
   }
-  detail::World world(sched, program_, options_, reps, ModelName(), anchors);
-  for (uint32_t t = 0; t < program_.threads.size(); ++t)
-    sched.Spawn(program_.threads[t].name, [&world, t] { world.RunThread(t); });
-  if (options_.fix.prewarm)
-    world.prewarm_thread = sched.Spawn("prewarm", [&world] { world.RunPrewarm(); });
-  if (options_.fix.owner_thread) {
-    std::set<uint32_t> devices;
-    for (const TunerCall& c : program_.calls) devices.insert(c.device);
-    for (uint32_t d : devices)
-      world.owner_thread[d] =
-          sched.Spawn(fmt::format("GPU {} owner", d), [&world, d] { world.RunOwner(d); });
-  }
+  const std::string name = ModelName();
+  const detail::TunerModel* model = detail::FindModel(name);
+  if (model == nullptr)
+    throw detail::EngineError(fmt::format("no tuner model is named '{}' (one of {})", name,
+                                          fmt::join(ModelNames(), ", ")));
+  detail::TunerWorld world(sched, program_, options_, reps, *model, anchors);
+  world.Spawn();
   ReplayResult r;
   r.strategy = strategy.Name();
   r.fix = options_.fix.name;
-  r.model = ModelName();
+  r.model = name;
   r.engine = "model";
   r.run = sched.Run();
   world.Finalize(r);
@@ -167,8 +156,8 @@ std::string JsonEscape(const std::string& raw) {
 
 const std::vector<std::string>& FailureKinds() {
   static const std::vector<std::string> kinds = {
-      "wrong-restore", "config-mismatch", "in-param-not-in-cache", "nargs-none", "deadlock",
-      "step-bound"};
+      "wrong-restore", "missed-restore", "config-mismatch", "in-param-not-in-cache", "nargs-none",
+      "deadlock", "step-bound"};
   return kinds;
 }
 
@@ -188,12 +177,6 @@ const Finding* FirstOf(const ReplayResult& r, const std::string& kind) {
   for (const Finding& f : r.findings)
     if (Matches(f, kind)) return &f;
   return nullptr;
-}
-
-std::optional<std::string> UnknownTunerClass(const Program& p) {
-  for (const std::string& c : p.tuner_classes)
-    if (!IsFla(c) && c.rfind("rerace.kernels.", 0) != 0 && c.rfind("triton.", 0) != 0) return c;
-  return std::nullopt;
 }
 
 uint32_t WorkerThreads(const Program& p) {

@@ -68,12 +68,16 @@ void AddCommon(CLI::App* sub, Common& c, bool with_strategy) {
                   "Fix to apply: a name (" + fmt::format("{}", fmt::join(FixNames(), ", ")) +
                       "), names joined by '+', or a description like 'local=nargs;lock=hooks'")
       ->default_val("none");
+  std::vector<std::string> models = {"auto"};
+  models.insert(models.end(), ModelNames().begin(), ModelNames().end());
   c.model_opt = sub->add_option("--model", c.model,
-                                "Tuner model: auto (from the trace's tuner class; a class rerace "
-                                "does not know is refused), triton, fla or native (rerace's C++ "
-                                "autotuner)")
+                                "Tuner model: auto (from the trace's tuner class and Triton "
+                                "version; a class rerace does not know is refused), or one of " +
+                                    fmt::format("{}", fmt::join(ModelNames(), ", ")) +
+                                    " (docs/MODEL.md: triton is Triton 3.6, native rerace's C++ "
+                                    "autotuner)")
       ->default_val("auto")
-      ->check(CLI::IsMember({"auto", "triton", "fla", "native"}));
+      ->check(CLI::IsMember(models));
   sub->add_option("--engine", c.engine,
                   "model: rerace's C++ tuner models (fast, no Python needed); python: the real "
                   "tuner code (the Triton installed for --python-exe, the patches) run one thread "
@@ -161,8 +165,8 @@ Result<Loaded> Load(const std::string& path, const Common& c, bool refuse_trunca
     if (auto cls = UnknownTunerClass(*program))
       return Error{fmt::format("{}: the tuner class '{}' is not one rerace models (Triton's "
                                "triton.* Autotuner, FLA's CachedAutotuner, rerace.kernels.*): "
-                               "pass --model triton, fla or native to model it as one of those",
-                               path, *cls),
+                               "pass --model {} to model it as one of those",
+                               path, *cls, fmt::join(ModelNames(), ", ")),
                    kExitDataError};
   if (program->calls.empty())
     return Error{fmt::format("{}: the trace has no tuner calls: nothing for a tuner model to "
@@ -339,8 +343,9 @@ Result<void> ApplyScheduleHeader(const std::string& path, Common& c) {
   if (auto it = meta.find("model"); it != meta.end() && it->second == "python") {
     c.engine = "python";  // the real-code engine made it; ReplayEngineMatches checks which
   } else if (auto r = take("model", c.model_opt, c.model, [&](const std::string& v) -> Result<void> {
-        if (v != "triton" && v != "fla" && v != "native")
-          return Error{fmt::format("{}: the header's model '{}' is not one of triton, fla, native", path, v),
+        if (std::find(ModelNames().begin(), ModelNames().end(), v) == ModelNames().end())
+          return Error{fmt::format("{}: the header's model '{}' is not one of {}", path, v,
+                                   fmt::join(ModelNames(), ", ")),
                        kExitDataError};
         c.model = v;
         return {};

@@ -2,8 +2,9 @@
 //
 // Overview. A `Program` (program.h) holds one program per recorded host thread. `Replayer`
 // runs them as fibers on a `sim::Scheduler`: each tuner call is re-executed step by step by a
-// tuner model (Triton 3.6's Autotuner, FLA's CachedAutotuner over it, or rerace's native C++
-// autotuner, kernels/autotuner.h, which takes the same steps) against simulated
+// tuner model (Triton 3.6's Autotuner, FLA's CachedAutotuner over 3.6's, or rerace's
+// native C++ autotuner, kernels/autotuner.h, which takes 3.6's steps; replay/src/models/, one
+// file each, chosen by replay/src/models/registry.cc) against simulated
 // shared state, where every read and write of a shared field (`nargs`, `cache`,
 // `restore_copies`, `best_config`, `configs_timings`, `bench_time`) is a scheduling point
 // labelled with the Triton source line it stands for. Launches run on a virtual GPU timed by
@@ -47,7 +48,8 @@ namespace rerace::replay {
 
 struct ReplayOptions {
   Fix fix;
-  std::string model = "auto";   // auto (from the trace's tuner class), triton, fla, native
+  // auto (from the trace's tuner class and Triton version) or one of ModelNames()
+  std::string model = "auto";
   uint32_t reps = 1;            // do_bench repetitions executed per config; 0: as recorded
   uint64_t max_steps = 2'000'000;
   Nanos launch_cpu_ns = 4'000;  // CPU time a launch costs its thread
@@ -184,6 +186,10 @@ const Finding* FirstOf(const ReplayResult& r, const std::string& kind);
 // The number of threads of `p` that call a tuner (the workers; not a main thread that only
 // launched or synchronized), as the summary counts them: "7 of 8 threads".
 uint32_t WorkerThreads(const Program& p);
+
+// The tuner models, by name, in the registry's order (what --model takes besides "auto";
+// replay/src/models/registry.cc).
+const std::vector<std::string>& ModelNames();
 
 // The tuner classes `--model auto` recognizes: Triton's Autotuner (a class under `triton.`),
 // FLA's CachedAutotuner (a class under `fla.` or naming CachedAutotuner) and rerace's native

@@ -1,0 +1,207 @@
+// replay/src/models/triton_3_6.cc: Triton 3.6's Autotuner (triton/runtime/autotuner.py of the
+// 3.6.0 wheel, read from the installed package; the KeyError at line 74 is the one the H200
+// measured). Model "triton".
+#include "triton_3_6.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace rerace::replay::detail {
+
+using traces::TunerKind;
+
+namespace {
+const Labels kTriton36Labels = {
+    .kRunSetNargs = "autotuner.py:213 Autotuner.run: self.nargs = dict(zip(self.arg_names, args))",
+    .kRunReadNargs = "autotuner.py:216 Autotuner.run: all_args = {**self.nargs, **kwargs}",
+    .kRunCacheCheck = "autotuner.py:223 Autotuner.run: if key not in self.cache",
+    .kBenchNargs = "autotuner.py:143 Autotuner._bench: full_nargs = {**self.nargs, **current}",
+    .kPreHookWrite = "autotuner.py:63 _pre_hook: self.restore_copies = {name: kwargs[name].clone() ...}",
+    .kPostHookRead = "autotuner.py:74 _post_hook: kwargs[name].copy_(self.restore_copies[name])",
+    .kPostHookReset = "autotuner.py:75 _post_hook: self.restore_copies = {}",
+    .kBenchTime = "autotuner.py:231 benchmark: self.bench_time = bench_end - bench_start",
+    .kCacheWrite = "autotuner.py:232 benchmark: self.cache[key] = builtins.min(timings, key=timings.get)",
+    .kBenchmarkNargs = "autotuner.py:233 benchmark: full_nargs = {**self.nargs, **kwargs, **config.all_kwargs()}",
+    .kConfigsTimings = "autotuner.py:235 benchmark: self.configs_timings = timings",
+    .kRunCacheRead = "autotuner.py:242 Autotuner.run: config = self.cache[key]",
+    .kBestConfig = "autotuner.py:245 Autotuner.run: self.best_config = config",
+    .kRunClearNargs = "autotuner.py:257 Autotuner.run: self.nargs = None",
+    .kWherePostHook = "triton/runtime/autotuner.py:74 in _post_hook",
+    .kWhereBench = "triton/runtime/autotuner.py:143 in _bench",
+    .kWhereRun = "triton/runtime/autotuner.py:216 in run",
+    .kWhereBenchmark = "triton/runtime/autotuner.py:233 in benchmark",
+    .key_error_type = "KeyError",
+    .none_error_type = "TypeError",
+    .key_error = "'{name}'",
+    .none_in_run = "'NoneType' object is not a mapping",
+    .none_in_benchmark = "'NoneType' object is not a mapping",
+    .none_in_bench = "'NoneType' object is not a mapping",
+    .where_reset = "triton/runtime/autotuner.py:61 in _pre_hook",
+};
+}  // namespace
+
+const Labels& Triton36Labels() { return kTriton36Labels; }
+
+const TunerModel& Triton36() {
+  static const Triton36Model model(kTriton36Labels);
+  return model;
+}
+
+void Triton36Model::Run(TunerWorld& w, uint32_t thread, const TunerCall& c, uint32_t call) const {
+  TunerState& st = w.StateFor(thread, c);
+  w.Anchor(thread, TunerKind::kCallBegin, -1);
+  RunBody(w, thread, c, call, st);
+  w.Anchor(thread, TunerKind::kCallEnd, -1);
+}
+
+void Triton36Model::RunBody(TunerWorld& w, uint32_t thread, const TunerCall& c, uint32_t call,
+                            TunerState& st) const {
+  const int32_t own_key = w.KeyId(c, c.key);
+  w.AnchorWrite(thread, traces::TunerField::kNargs);
+  w.WriteNargs(st, {static_cast<int32_t>(call), thread, 0, 0}, L_.kRunSetNargs);
+  int32_t key = own_key;
+  int32_t config = 0;
+  if (c.configs.size() > 1) {
+    const Nargs n = w.ReadNargs(st, L_.kRunReadNargs);
+    if (n.call < 0) {
+      w.Raise(thread, "nargs-none", L_.none_error_type, L_.none_in_run, L_.kWhereRun,
+              fmt::format("nargs is None while thread {} computes its key: thread {} set it to "
+                          "None at step {}",
+                          thread, n.writer, n.step),
+              n.writer, n.step);
+    }
+    key = w.KeyId(c, w.program().calls[static_cast<size_t>(n.call)].key);
+    Locked(w.LockFor(Region::kCache), "lock around the cache", [&] {
+      const bool hit = st.cache.ReadWith(
+          [&](const std::vector<int32_t>& v) { return v[static_cast<size_t>(key)] >= 0; },
+          L_.kRunCacheCheck);
+      if (hit) return;
+      w.TuneMiss(c, st, key, [&] { return Benchmark(w, thread, c, st, key); });
+    });
+    config = st.cache.ReadWith(
+        [&](const std::vector<int32_t>& v) { return v[static_cast<size_t>(key)]; },
+        L_.kRunCacheRead);
+    if (config < 0) config = 0;  // a tuning that failed in another thread left no entry
+  }
+  w.AnchorWrite(thread, traces::TunerField::kBestConfig);
+  st.best_config.Write({config, thread, key}, L_.kBestConfig);
+  w.Anchor(thread, TunerKind::kLaunch, -1);
+  if (key != own_key) {
+    w.Silent(thread, "config-mismatch",
+             fmt::format("thread {} launched {} with the config tuned for key {} (another "
+                         "thread's arguments were in self.nargs when it computed its key), not "
+                         "for its own key {}",
+                         thread, c.kernel, w.KeyName(c, key), c.key),
+             L_.kWhereRun);
+  }
+  w.Launch(c.device, c.stream, c.launch_ns);
+  w.AnchorWrite(thread, traces::TunerField::kNargs);
+  w.WriteNargs(st, {-1, thread, 0, 0}, L_.kRunClearNargs);
+}
+
+int32_t Triton36Model::Benchmark(TunerWorld& w, uint32_t thread, const TunerCall& c,
+                                 TunerState& st, int32_t key) const {
+  int32_t best = 0;
+  Locked(w.LockFor(Region::kBenchmark), "lock around benchmark()", [&] {
+    sim::Scheduler& s = w.sched();
+    Nanos gpu = 0;
+    for (size_t i = 0; i < c.configs.size(); ++i) {
+      const Nanos before = s.Now();
+      Locked(w.LockFor(Region::kBench), "lock around _bench", [&] { Bench(w, thread, c, st, i); });
+      gpu += s.Now() - before;
+      const auto b = static_cast<size_t>(best);
+      if (c.bench_ns[i] != 0 && c.bench_ns[i] < c.bench_ns[b]) best = static_cast<int32_t>(i);
+      if (c.bench_ns[static_cast<size_t>(best)] == 0) best = static_cast<int32_t>(i);
+    }
+    w.CountTuning(c, key, thread, gpu);
+    st.bench_time.Write({0, thread, key}, L_.kBenchTime);
+    st.cache.Update([&](std::vector<int32_t>& v) { v[static_cast<size_t>(key)] = best; },
+                    L_.kCacheWrite);
+    const Nargs n = w.ReadNargs(st, L_.kBenchmarkNargs);
+    if (n.call < 0) {
+      w.Raise(thread, "nargs-none", L_.none_error_type, L_.none_in_benchmark, L_.kWhereBenchmark,
+              fmt::format("nargs is None after thread {} benchmarked: thread {} set it to None at "
+                          "step {}",
+                          thread, n.writer, n.step),
+              n.writer, n.step);
+    }
+    if (!c.reset_to_zero.empty() && n.thread != thread) {
+      w.Silent(thread, "wrong-restore",
+               fmt::format("thread {}'s reset-only pre-hook zeroed thread {}'s {} (another "
+                           "thread's arguments were in self.nargs)",
+                           thread, n.thread, c.arg_names[c.reset_to_zero[0]]),
+               L_.where_reset);
+    }
+    st.configs_timings.Write({0, thread, key}, L_.kConfigsTimings);
+  });
+  return best;
+}
+
+void Triton36Model::Bench(TunerWorld& w, uint32_t thread, const TunerCall& c, TunerState& st,
+                          size_t config) const {
+  w.Anchor(thread, TunerKind::kBenchBegin, static_cast<int32_t>(config));
+  const Nargs n = w.ReadNargs(st, L_.kBenchNargs);
+  if (n.call < 0) {
+    w.Raise(thread, "nargs-none", L_.none_error_type,
+            fmt::format(fmt::runtime(L_.none_in_bench), fmt::arg("config", config)),
+            L_.kWhereBench,
+            fmt::format("nargs is None while thread {} benchmarks config {}: thread {} set it to "
+                        "None at step {}",
+                        thread, config, n.writer, n.step),
+            n.writer, n.step);
+  }
+  const uint32_t recorded = std::max<uint32_t>(c.bench_reps[config], 1);
+  const uint32_t reps = w.Reps(recorded);
+  const Nanos per_rep = c.bench_ns[config] * recorded / reps;
+  const uint64_t all = c.restore_value.size() >= 64 ? ~0ull : (1ull << c.restore_value.size()) - 1;
+  for (uint32_t r = 0; r < reps; ++r) {
+    Locked(w.LockFor(Region::kHooks), "lock around the pre-hook", [&] {
+      w.Anchor(thread, TunerKind::kPreHook, static_cast<int32_t>(config));
+      if (c.restore_value.empty()) return;
+      w.AnchorWrite(thread, traces::TunerField::kRestoreCopies);
+      w.WriteCopies(st, {all, n.thread, 0, 0}, L_.kPreHookWrite);
+    });
+    w.Launch(c.device, c.stream, per_rep);
+    w.Sync(c.device, c.stream, false);
+    Locked(w.LockFor(Region::kHooks), "lock around the post-hook", [&] {
+      w.Anchor(thread, TunerKind::kPostHook, static_cast<int32_t>(config));
+      if (c.restore_value.empty()) return;
+      PostHook(w, thread, c, st, config, n);
+      w.AnchorWrite(thread, traces::TunerField::kRestoreCopies);
+      w.WriteCopies(st, {0, n.thread, 0, 0}, L_.kPostHookReset);
+    });
+  }
+  w.Anchor(thread, TunerKind::kBenchEnd, static_cast<int32_t>(config));
+}
+
+void Triton36Model::PostHook(TunerWorld& w, uint32_t thread, const TunerCall& c, TunerState& st,
+                             size_t config, const Nargs& n) const {
+  for (size_t i = 0; i < c.restore_value.size(); ++i) {
+    // One read per in-parameter, as the hook's loop reads self.restore_copies[name].
+    w.AnchorRead(thread, traces::TunerField::kRestoreCopies);
+    const Copies rc = w.ReadCopies(st, L_.kPostHookRead);
+    const std::string& name = c.arg_names[c.restore_value[i]];
+    if ((rc.present >> i & 1) == 0) {
+      w.Raise(thread, "in-param-not-in-cache", L_.key_error_type,
+              fmt::format(fmt::runtime(L_.key_error), fmt::arg("name", name), fmt::arg("index", i)),
+              L_.kWherePostHook,
+              fmt::format("In-parameter {} is not in the cache: thread {}'s post-hook reset "
+                          "restore_copies to {{}} at step {} while thread {} was benchmarking "
+                          "config {}",
+                          name, rc.writer, rc.step, thread, config),
+              rc.writer, rc.step);
+    }
+    if (rc.owner != n.thread) {
+      w.Silent(thread, "wrong-restore",
+               fmt::format("thread {} restored thread {}'s saved copy of {} (cloned by thread "
+                           "{}'s pre-hook at step {}) into {} tensor",
+                           thread, rc.owner, name, rc.writer, rc.step,
+                           n.thread == thread ? std::string("its own")
+                                              : fmt::format("thread {}'s", n.thread)),
+               L_.kWherePostHook, rc.writer, rc.step);
+    }
+  }
+}
+
+}  // namespace rerace::replay::detail

@@ -1,0 +1,71 @@
+// replay/src/models/triton_3_6.h: Triton 3.6's Autotuner as a tuner model (private to replay).
+//
+// Triton36Model follows triton/runtime/autotuner.py of the 3.6.0 wheel (= 3.7.1): `run`, `_bench`,
+// `benchmark()`, the default pre and post hooks (`reset_to_zero`, `restore_value`). Its steps
+// are named by a Labels table, so a tuner with the same steps and other names (rerace's native
+// C++ autotuner) is this model with another table. Models of tuners built on it (FLA's
+// CachedAutotuner calls `super().run()`; a later release changes a hook) derive from it and
+// override what differs: `Run` around `RunBody`, or `PostHook`.
+#pragma once
+
+#include "../tuner_world.h"
+
+namespace rerace::replay::detail {
+
+// The source lines a model's scheduling points stand for, and how its errors are named.
+struct Labels {
+  const char* kRunSetNargs;
+  const char* kRunReadNargs;
+  const char* kRunCacheCheck;
+  const char* kBenchNargs;
+  const char* kPreHookWrite;
+  const char* kPostHookRead;
+  const char* kPostHookReset;
+  const char* kBenchTime;
+  const char* kCacheWrite;
+  const char* kBenchmarkNargs;
+  const char* kConfigsTimings;
+  const char* kRunCacheRead;
+  const char* kBestConfig;
+  const char* kRunClearNargs;
+  const char* kWherePostHook;
+  const char* kWhereBench;
+  const char* kWhereRun;
+  const char* kWhereBenchmark;
+  const char* key_error_type;     // a missing in-parameter copy
+  const char* none_error_type;    // nargs is None
+  const char* key_error;          // message; {name} / {index}: the missing in-parameter
+  const char* none_in_run;        // messages of nargs-none at the key, after benchmark(),
+  const char* none_in_benchmark;  // and in _bench ({config})
+  const char* none_in_bench;
+  const char* where_reset;        // the reset-only pre-hook that zeroes reset_to_zero
+};
+
+// Triton 3.6's own table (autotuner.py of the 3.6.0 wheel).
+const Labels& Triton36Labels();
+
+class Triton36Model : public TunerModel {
+ public:
+  explicit Triton36Model(const Labels& labels) : L_(labels) {}
+  void Run(TunerWorld& w, uint32_t thread, const TunerCall& c, uint32_t call) const override;
+
+ protected:
+  // Autotuner.run from `self.nargs = ...` to `self.nargs = None`, on state `st`.
+  void RunBody(TunerWorld& w, uint32_t thread, const TunerCall& c, uint32_t call,
+               TunerState& st) const;
+  // The benchmark() closure for `key`: every config's _bench, the cache update. Returns the
+  // best config.
+  int32_t Benchmark(TunerWorld& w, uint32_t thread, const TunerCall& c, TunerState& st,
+                    int32_t key) const;
+  // One config's _bench: do_bench's repetitions, each with its pre and post hook.
+  void Bench(TunerWorld& w, uint32_t thread, const TunerCall& c, TunerState& st,
+             size_t config) const;
+  // The restore_value post-hook of one repetition of `config`; `n` is the nargs _bench read.
+  // 3.6: one read of self.restore_copies per in-parameter, KeyError on a missing one.
+  virtual void PostHook(TunerWorld& w, uint32_t thread, const TunerCall& c, TunerState& st,
+                        size_t config, const Nargs& n) const;
+
+  const Labels& L_;
+};
+
+}  // namespace rerace::replay::detail

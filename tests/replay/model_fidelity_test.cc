@@ -1,0 +1,124 @@
+// The C++ models against the real code (the python engine, docs/ENGINE.md): the brief's H200
+// recording through the `triton` (3.6) and `triton-3.8` models and through the installed
+// Triton 3.6 / 3.8 wheels, over the same seeds, must show the same kinds of outcome: KeyError
+// in both for 3.6; none in either for 3.8, and a silent wrong or missed restore in both. The
+// two engines' steps differ (docs/FIDELITY.md, "Models against the real code"), so a seed's
+// schedule is not the same interleaving in both: kinds are compared, not steps.
+//
+// Needs the environments of tools/scripts/python-envs.sh; skips and says which is missing.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <set>
+#include <string>
+
+#include "rerace/replay/check.h"
+#include "rerace/replay/replay.h"
+#include "rerace/sim/strategy.h"
+#include "samples.h"
+
+#ifndef RERACE_PY_ROOT
+#define RERACE_PY_ROOT ""
+#endif
+
+namespace rerace::replay {
+namespace {
+
+struct Outcome {
+  bool key_error = false;  // a KeyError was raised (3.6's post-hook at line 74)
+  bool silent = false;     // a wrong or missed restore
+  std::set<std::string> codes;
+};
+
+Outcome Over(Replayer& rep, uint64_t seeds) {
+  Outcome o;
+  for (uint64_t s = 1; s <= seeds; ++s) {
+    sim::RandomWalk w(s);
+    const ReplayResult r = rep.Run(w);
+    for (const Finding& f : r.findings) {
+      EXPECT_NE(f.code, "internal") << f.words;
+      EXPECT_NE(f.code, "exception") << f.type << ": " << f.message << " at " << f.where;
+      o.key_error |= f.type == "KeyError";
+      o.silent |= f.code == "wrong-restore" || f.code == "missed-restore";
+      o.codes.insert(f.code);
+    }
+  }
+  return o;
+}
+
+std::string Join(const std::set<std::string>& s) {
+  std::string out;
+  for (const auto& x : s) out += (out.empty() ? "" : ", ") + x;
+  return out;
+}
+
+struct Pair {
+  const char* model;   // the C++ model
+  const char* triton;  // the wheel the python engine runs ("3.6.0": the venv's own)
+  bool key_error;
+  // The model finds exactly the real code's kinds. 3.6: the real code also sees a missed
+  // restore (a benchmark launch on data a raising post-hook left unrestored), which the
+  // model does not track (docs/FIDELITY.md).
+  bool same_codes;
+};
+
+class ModelAgainstRealCode : public ::testing::TestWithParam<Pair> {};
+
+TEST_P(ModelAgainstRealCode, SameKindsOfOutcomeOnTheH200Recording) {
+  const Pair pair = GetParam();
+  const std::string root = RERACE_PY_ROOT;
+  const std::string python = root + "/venv/bin/python";
+  if (root.empty() || access(python.c_str(), X_OK) != 0)
+    GTEST_SKIP() << python << " is missing (tools/scripts/python-envs.sh makes it)";
+  if (std::string(pair.triton) == "3.6.0") {
+    unsetenv("PYTHONPATH");
+  } else {
+    const std::string dir = root + "/triton-" + pair.triton;
+    if (access((dir + "/.complete").c_str(), F_OK) != 0)
+      GTEST_SKIP() << "Triton " << pair.triton << " is not installed at " << dir;
+    setenv("PYTHONPATH", dir.c_str(), 1);
+  }
+  const Program p = testing::LoadSample("triton-none-h200.rrt");
+  constexpr uint64_t kSeeds = 12;
+
+  ReplayOptions mo;
+  mo.model = pair.model;
+  Replayer model(p, mo);
+  const Outcome m = Over(model, kSeeds);
+
+  ReplayOptions eo;
+  eo.engine = "python";
+  eo.python_exe = python;
+  Replayer engine(p, eo);
+  auto info = engine.StartEngine();
+  ASSERT_TRUE(info.ok()) << info.error().message;
+  ASSERT_NE(info->find(std::string("\"triton\": \"") + pair.triton + "\""), std::string::npos)
+      << *info;
+  const Outcome e = Over(engine, kSeeds);
+  unsetenv("PYTHONPATH");
+
+  std::printf("%s vs Triton %s, %llu seeds: model {%s}, real code {%s}\n", pair.model,
+              pair.triton, static_cast<unsigned long long>(kSeeds), Join(m.codes).c_str(),
+              Join(e.codes).c_str());
+  EXPECT_EQ(m.key_error, pair.key_error) << "model " << pair.model;
+  EXPECT_EQ(e.key_error, pair.key_error) << "Triton " << pair.triton;
+  EXPECT_TRUE(m.silent) << "model " << pair.model << ": no wrong or missed restore";
+  EXPECT_TRUE(e.silent) << "Triton " << pair.triton << ": no wrong or missed restore";
+  if (pair.same_codes) {
+    EXPECT_EQ(m.codes, e.codes);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Releases, ModelAgainstRealCode,
+                         ::testing::Values(Pair{"triton", "3.6.0", true, false},
+                                           Pair{"triton-3.8", "3.8.0", false, true}),
+                         [](const auto& tp) {
+                           std::string n = std::string("Triton") + tp.param.triton;
+                           for (char& c : n)
+                             if (c == '.') c = '_';
+                           return n;
+                         });
+
+}  // namespace
+}  // namespace rerace::replay
