@@ -106,89 +106,128 @@ class PoolAllocator {
 };
 }  // namespace
 
-struct Fiber::Impl {
-  ctx::fiber self;    // the fiber while it is suspended
-  ctx::fiber caller;  // whoever resumed it, while it runs
-  Entry entry = nullptr;
-  void* arg = nullptr;
-  bool done = false;
-  std::exception_ptr exception;
-  const void* stack_bottom = nullptr;
-  size_t stack_size = 0;
-  const void* caller_bottom = nullptr;
-  size_t caller_size = 0;
+namespace {
+// A context that is not running: where it continues, and its stack (for the sanitizer).
+struct Slot {
+  ctx::fiber cont;  // empty while the context runs, and once a fiber has finished
+  const void* bottom = nullptr;
+  size_t size = 0;
+};
 
-  // Sanitizer annotations. `fake` holds ASan's fake stack across a switch.
-  void StartSwitch([[maybe_unused]] void** fake, [[maybe_unused]] const void* bottom,
-                   [[maybe_unused]] size_t size) {
+// Sanitizer annotations. `fake` holds ASan's fake stack of the context that switches out;
+// nullptr when that context ends for good.
+void StartSwitch([[maybe_unused]] void** fake, [[maybe_unused]] const void* bottom,
+                 [[maybe_unused]] size_t size) {
 #ifdef RERACE_ASAN
-    __sanitizer_start_switch_fiber(fake, bottom, size);
+  __sanitizer_start_switch_fiber(fake, bottom, size);
 #endif
-  }
-  void FinishSwitch([[maybe_unused]] void* fake, [[maybe_unused]] const void** bottom,
-                    [[maybe_unused]] size_t* size) {
+}
+void FinishSwitch([[maybe_unused]] void* fake, [[maybe_unused]] const void** bottom,
+                  [[maybe_unused]] size_t* size) {
 #ifdef RERACE_ASAN
-    __sanitizer_finish_switch_fiber(fake, bottom, size);
+  __sanitizer_finish_switch_fiber(fake, bottom, size);
 #endif
+}
+}  // namespace
+
+struct Switchboard::Impl {
+  Slot host;                // the OS thread's own stack, while a fiber runs
+  Fiber* running = nullptr; // nullptr: the host
+  Slot* from = nullptr;     // the context switching out: receives its continuation on arrival
+
+  // The first thing a context does when it is switched to: keep the continuation of the
+  // context that switched out (and the host's stack bounds, when that was the host).
+  void Arrive(ctx::fiber&& back, void* fake) {
+    const void* bottom = nullptr;
+    size_t size = 0;
+    FinishSwitch(fake, &bottom, &size);
+    from->cont = std::move(back);
+    if (from == &host) {
+      host.bottom = bottom;
+      host.size = size;
+    }
   }
 };
 
-Fiber::Fiber(StackPool& pool, Entry entry, void* arg) : impl_(std::make_unique<Impl>()) {
+struct Fiber::Impl {
+  Switchboard::Impl* board = nullptr;
+  Slot slot;
+  Entry entry;
+  void* arg = nullptr;
+  bool done = false;
+  std::exception_ptr exception;
+};
+
+Switchboard::Switchboard() : impl_(std::make_unique<Impl>()) {}
+
+Switchboard::~Switchboard() = default;
+
+Fiber* Switchboard::running() const { return impl_->running; }
+
+void Switchboard::SwitchTo(Fiber* to) {
+  Impl& b = *impl_;
+  if (to == b.running) return;
+  RERACE_ASSERT(to == nullptr || !to->impl_->done, "switching to a finished fiber");
+  Slot& target = to == nullptr ? b.host : to->impl_->slot;
+  b.from = b.running == nullptr ? &b.host : &b.running->impl_->slot;
+  b.running = to;
+  void* fake = nullptr;
+  StartSwitch(&fake, target.bottom, target.size);
+  ctx::fiber back;
+  try {
+    back = std::move(target.cont).resume();
+  } catch (const ctx::detail::forced_unwind&) {
+    // This fiber is being destroyed unfinished (~Fiber): Boost.Context unwinds its stack.
+    FinishSwitch(fake, nullptr, nullptr);
+    throw;
+  }
+  b.Arrive(std::move(back), fake);
+}
+
+Fiber::Fiber(Switchboard& board, StackPool& pool, Entry entry, void* arg)
+    : impl_(std::make_unique<Impl>()) {
   Impl* im = impl_.get();
+  im->board = board.impl_.get();
   im->entry = entry;
   im->arg = arg;
-  im->stack_size = pool.stack_size();
-  PoolAllocator alloc(pool, &im->stack_bottom);
-  im->self = ctx::fiber(std::allocator_arg, alloc, [im](ctx::fiber&& caller) -> ctx::fiber {
-    im->caller = std::move(caller);
-    im->FinishSwitch(nullptr, &im->caller_bottom, &im->caller_size);
+  im->slot.size = pool.stack_size();
+  PoolAllocator alloc(pool, &im->slot.bottom);
+  im->slot.cont = ctx::fiber(std::allocator_arg, alloc, [im](ctx::fiber&& back) -> ctx::fiber {
+    Switchboard::Impl& b = *im->board;
+    b.Arrive(std::move(back), nullptr);
     try {
-      im->entry(im->arg);
+      im->entry.run(im->arg);
     } catch (const ctx::detail::forced_unwind&) {
-      // Destruction of an unfinished fiber: let Boost.Context finish the unwinding.
+      // Destruction of an unfinished fiber: let Boost.Context finish the unwinding, which
+      // returns to the host that destroys it.
       im->done = true;
-      im->StartSwitch(nullptr, im->caller_bottom, im->caller_size);
+      StartSwitch(nullptr, b.host.bottom, b.host.size);
       throw;
     } catch (...) {
       im->exception = std::current_exception();
     }
     im->done = true;
-    im->StartSwitch(nullptr, im->caller_bottom, im->caller_size);
-    return std::move(im->caller);
+    Fiber* next = im->entry.then(im->arg);
+    RERACE_ASSERT(next == nullptr || !next->impl_->done, "a finished fiber continues in a finished fiber");
+    Slot& target = next == nullptr ? b.host : next->impl_->slot;
+    b.from = &im->slot;  // receives nothing: the stack goes back to the pool on the way out
+    b.running = next;
+    StartSwitch(nullptr, target.bottom, target.size);
+    return std::move(target.cont);
   });
 }
 
 Fiber::~Fiber() {
-  if (impl_ && impl_->self) {
-    Impl* im = impl_.get();
-    void* fake = nullptr;
-    im->StartSwitch(&fake, im->stack_bottom, im->stack_size);
-    im->self = ctx::fiber();  // resumes the fiber with forced_unwind; it returns here
-    im->FinishSwitch(fake, nullptr, nullptr);
-  }
-}
-
-void Fiber::Resume() {
-  Impl* im = impl_.get();
-  RERACE_ASSERT(!im->done && im->self, "resuming a finished fiber");
+  Impl& im = *impl_;
+  if (!im.slot.cont) return;  // finished
+  Switchboard::Impl& b = *im.board;
+  RERACE_ASSERT(b.running == nullptr, "a fiber must be destroyed from the host");
   void* fake = nullptr;
-  im->StartSwitch(&fake, im->stack_bottom, im->stack_size);
-  im->self = std::move(im->self).resume();
-  im->FinishSwitch(fake, nullptr, nullptr);
-}
-
-void Fiber::Suspend() {
-  Impl* im = impl_.get();
-  void* fake = nullptr;
-  struct Finish {
-    Impl* im;
-    void** fake;
-    // Runs on the way back in, also when the way back in is a forced unwind.
-    ~Finish() { im->FinishSwitch(*fake, &im->caller_bottom, &im->caller_size); }
-  };
-  im->StartSwitch(&fake, im->caller_bottom, im->caller_size);
-  Finish finish{im, &fake};
-  im->caller = std::move(im->caller).resume();
+  b.running = this;
+  StartSwitch(&fake, im.slot.bottom, im.slot.size);
+  im.slot.cont = ctx::fiber();  // resumes the fiber with forced_unwind; it returns here
+  FinishSwitch(fake, nullptr, nullptr);
+  b.running = nullptr;
 }
 
 bool Fiber::finished() const { return impl_->done; }

@@ -99,7 +99,10 @@ struct Scheduler::Thread {
 Scheduler::Scheduler(Strategy& strategy) : Scheduler(strategy, Options{}) {}
 
 Scheduler::Scheduler(Strategy& strategy, Options options, StackPool* pool)
-    : strategy_(strategy), options_(options), pool_(pool) {
+    : strategy_(strategy),
+      options_(options),
+      pool_(pool),
+      board_(std::make_unique<detail::Switchboard>()) {
   if (pool_ == nullptr) {
     own_pool_ = std::make_unique<StackPool>(options_.stack_size);
     pool_ = own_pool_.get();
@@ -113,8 +116,9 @@ Scheduler::~Scheduler() {
   for (auto& t : threads_) {
     current_ = t->id;
     // An unfinished thread resumes once: it throws Teardown from where it waits (or, if it
-    // never started, returns at once), running the destructors on its stack.
-    if (!t->fiber->finished()) t->fiber->Resume();
+    // never started, returns at once), running the destructors on its stack, and switches
+    // back here (Exit).
+    if (!t->fiber->finished()) board_->SwitchTo(t->fiber.get());
     t->fiber.reset();
   }
   current_ = kNoThread;
@@ -146,7 +150,8 @@ ThreadId Scheduler::Spawn(std::string name, std::function<void()> body) {
   t->name = std::move(name);
   t->body = std::move(body);
   t->sched = this;
-  t->fiber = std::make_unique<detail::Fiber>(*pool_, &Scheduler::Entry, t.get());
+  t->fiber = std::make_unique<detail::Fiber>(
+      *board_, *pool_, detail::Fiber::Entry{&Scheduler::Entry, &Scheduler::Exit}, t.get());
   const ThreadId id = t->id;
   clocks_.push_back(current_ == kNoThread ? 0 : clocks_[current_]);
   pending_.push_back({Access::kStart, t->object, "start"});
@@ -154,6 +159,7 @@ ThreadId Scheduler::Spawn(std::string name, std::function<void()> body) {
   threads_.push_back(std::move(t));
   if (options_.races) options_.races->OnSpawn(current_, id, object);
   runnable_.reserve(threads_.size());
+  in_runnable_.push_back(0);
   MakeRunnable(id);
   ++live_;
   return id;
@@ -169,17 +175,47 @@ void Scheduler::Entry(void* arg) {
 }
 
 void Scheduler::MakeRunnable(ThreadId t) {
-  auto it = std::lower_bound(runnable_.begin(), runnable_.end(), t);
-  if (it == runnable_.end() || *it != t) runnable_.insert(it, t);
+  if (in_runnable_[t]) return;
+  in_runnable_[t] = 1;
+  runnable_.insert(std::lower_bound(runnable_.begin(), runnable_.end(), t), t);
 }
 
 void Scheduler::RemoveRunnable(ThreadId t) {
-  auto it = std::lower_bound(runnable_.begin(), runnable_.end(), t);
-  if (it != runnable_.end() && *it == t) runnable_.erase(it);
+  if (!in_runnable_[t]) return;
+  in_runnable_[t] = 0;
+  runnable_.erase(std::lower_bound(runnable_.begin(), runnable_.end(), t));
+}
+
+detail::Fiber* Scheduler::Exit(void* arg) {
+  Thread* t = static_cast<Thread*>(arg);
+  if (t->sched->tearing_down_) return nullptr;
+  return t->sched->EndStep(/*finished=*/true);
+}
+
+// Runs on the fiber of the thread whose step ends (it reached its next point, blocked or
+// finished): the step's bookkeeping, then the next step's choice. Returns the fiber to
+// continue in, or nullptr (the host) when the run is over. Throws nothing: an exception of
+// the bookkeeping or the strategy is kept for Run() to rethrow on the host.
+detail::Fiber* Scheduler::EndStep(bool finished) {
+  try {
+    Thread& t = *threads_[current_];
+    current_ = kNoThread;
+    if (finished && t.state != Thread::State::kFinished) Finish(t);
+    previous_ = t.id;
+    ++step_;
+    const ThreadId next = NextStep();
+    if (next == kNoThread) return nullptr;
+    current_ = next;
+    return threads_[next]->fiber.get();
+  } catch (...) {
+    internal_error_ = std::current_exception();
+    current_ = kNoThread;
+    return nullptr;
+  }
 }
 
 void Scheduler::Suspend() {
-  threads_[current_]->fiber->Suspend();
+  board_->SwitchTo(EndStep(/*finished=*/false));
   if (tearing_down_) [[unlikely]] {
     if (std::uncaught_exceptions() == 0) throw Teardown{};
   }
@@ -288,94 +324,109 @@ std::string Scheduler::Describe(const SchedulingPoint& p) const {
   return fmt::format("{} {}  ({})", AccessName(p.access), objects_[p.object], p.label);
 }
 
+// Chooses the next step: the strategy's pick among the runnable threads, checked and
+// recorded. Returns kNoThread when the run is over (every thread finished, or a failure:
+// deadlock, step bound, divergence, or one found earlier).
+ThreadId Scheduler::NextStep() {
+  if (failure_) return kNoThread;
+  if (runnable_.empty()) {
+    if (live_ == 0) return kNoThread;
+    Failure f;
+    f.kind = FailureKind::kDeadlock;
+    f.step = step_;
+    f.type = "Deadlock";
+    f.message = fmt::format("every live thread is blocked ({} of {})", live_, threads_.size());
+    for (const auto& t : threads_) {
+      if (t->state != Thread::State::kBlocked) continue;
+      std::string line = fmt::format("thread {} ({}) waits {} {}", t->id, t->name, t->waits_for,
+                                     objects_[t->wait_object]);
+      if (t->wait_holder != kNoThread)
+        line += fmt::format(", held by thread {} ({})", t->wait_holder,
+                            threads_[t->wait_holder]->name);
+      f.waits.push_back(std::move(line));
+    }
+    Fail(std::move(f));
+    return kNoThread;
+  }
+  if (step_ >= options_.max_steps) {
+    Failure f;
+    f.kind = FailureKind::kStepBound;
+    f.step = step_;
+    f.type = "StepBound";
+    f.message = fmt::format(
+        "the step bound of {} was reached with {} threads still live: a livelock, or a run "
+        "longer than the bound",
+        options_.max_steps, live_);
+    Fail(std::move(f));
+    return kNoThread;
+  }
+
+  const Choice choice{step_, previous_, runnable_, clocks_, pending_};
+  const ThreadId pick = strategy_.Pick(choice);
+  if (pick >= in_runnable_.size() || !in_runnable_[pick]) [[unlikely]] {
+    std::string runnable;
+    for (ThreadId r : runnable_) runnable += (runnable.empty() ? "" : ", ") + std::to_string(r);
+    Failure f;
+    f.kind = FailureKind::kDivergence;
+    f.step = step_;
+    f.type = "Divergence";
+    if (pick == kNoThread) {
+      f.message = fmt::format("the schedule ends at step {}, but threads {} can still run",
+                              step_, runnable);
+    } else if (pick >= threads_.size()) {
+      f.thread = pick;
+      f.message = fmt::format(
+          "the schedule names thread {} at step {}, but the program has only {} threads",
+          pick, step_, threads_.size());
+    } else {
+      const Thread& t = *threads_[pick];
+      f.thread = pick;
+      f.message = fmt::format("the schedule names thread {} at step {}, but it {}; runnable: {}",
+                              pick, step_,
+                              t.state == Thread::State::kFinished
+                                  ? std::string("has finished")
+                                  : fmt::format("is blocked ({} {})", t.waits_for,
+                                                objects_[t.wait_object]),
+                              runnable);
+    }
+    Fail(std::move(f));
+    return kNoThread;
+  }
+  if (previous_ != kNoThread && previous_ != pick && in_runnable_[previous_]) {
+    ++preemptions_;
+  }
+  schedule_.Append(pick);
+  Thread& t = *threads_[pick];
+  t.history[t.history_next] = {step_, pending_[pick]};
+  t.history_next = (t.history_next + 1) % kHistory;
+  t.history_len = std::min(t.history_len + 1, kHistory);
+  ++t.steps;
+  if (options_.races) options_.races->OnStep(step_, pick, pending_[pick]);
+  return pick;
+}
+
 RunResult Scheduler::Run() {
   RERACE_ASSERT(!ran_, "Scheduler::Run called twice");
   ran_ = true;
   Scheduler* saved = std::exchange(tls_current, this);
   schedule_.Reserve(1024);
-  ThreadId previous = kNoThread;
 
-  while (!failure_) {
-    if (runnable_.empty()) {
-      if (live_ == 0) break;
-      Failure f;
-      f.kind = FailureKind::kDeadlock;
-      f.step = step_;
-      f.type = "Deadlock";
-      f.message = fmt::format("every live thread is blocked ({} of {})", live_, threads_.size());
-      for (const auto& t : threads_) {
-        if (t->state != Thread::State::kBlocked) continue;
-        std::string line = fmt::format("thread {} ({}) waits {} {}", t->id, t->name, t->waits_for,
-                                       objects_[t->wait_object]);
-        if (t->wait_holder != kNoThread)
-          line += fmt::format(", held by thread {} ({})", t->wait_holder,
-                              threads_[t->wait_holder]->name);
-        f.waits.push_back(std::move(line));
-      }
-      Fail(std::move(f));
-      break;
-    }
-    if (step_ >= options_.max_steps) {
-      Failure f;
-      f.kind = FailureKind::kStepBound;
-      f.step = step_;
-      f.type = "StepBound";
-      f.message = fmt::format(
-          "the step bound of {} was reached with {} threads still live: a livelock, or a run "
-          "longer than the bound",
-          options_.max_steps, live_);
-      Fail(std::move(f));
-      break;
-    }
-
-    const Choice choice{step_, previous, runnable_, clocks_, pending_};
-    const ThreadId pick = strategy_.Pick(choice);
-    if (pick == kNoThread || !std::binary_search(runnable_.begin(), runnable_.end(), pick)) {
-      std::string runnable;
-      for (ThreadId r : runnable_) runnable += (runnable.empty() ? "" : ", ") + std::to_string(r);
-      Failure f;
-      f.kind = FailureKind::kDivergence;
-      f.step = step_;
-      f.type = "Divergence";
-      if (pick == kNoThread) {
-        f.message = fmt::format("the schedule ends at step {}, but threads {} can still run",
-                                step_, runnable);
-      } else if (pick >= threads_.size()) {
-        f.thread = pick;
-        f.message = fmt::format(
-            "the schedule names thread {} at step {}, but the program has only {} threads",
-            pick, step_, threads_.size());
-      } else {
-        const Thread& t = *threads_[pick];
-        f.thread = pick;
-        f.message = fmt::format("the schedule names thread {} at step {}, but it {}; runnable: {}",
-                                pick, step_,
-                                t.state == Thread::State::kFinished
-                                    ? std::string("has finished")
-                                    : fmt::format("is blocked ({} {})", t.waits_for,
-                                                  objects_[t.wait_object]),
-                                runnable);
-      }
-      Fail(std::move(f));
-      break;
-    }
-    if (previous != kNoThread && previous != pick &&
-        std::binary_search(runnable_.begin(), runnable_.end(), previous)) {
-      ++preemptions_;
-    }
-    schedule_.Append(pick);
-    Thread& t = *threads_[pick];
-    t.history[t.history_next] = {step_, pending_[pick]};
-    t.history_next = (t.history_next + 1) % kHistory;
-    t.history_len = std::min(t.history_len + 1, kHistory);
-    ++t.steps;
-    if (options_.races) options_.races->OnStep(step_, pick, pending_[pick]);
-    current_ = pick;
-    t.fiber->Resume();
-    current_ = kNoThread;
-    if (t.fiber->finished() && t.state != Thread::State::kFinished) Finish(t);
-    previous = pick;
-    ++step_;
+  // The first step is chosen here; from then on each thread chooses the next at its point
+  // and switches straight to it (EndStep), and the last one switches back here.
+  ThreadId first = kNoThread;
+  try {
+    first = NextStep();
+  } catch (...) {
+    tls_current = saved;
+    throw;
+  }
+  if (first != kNoThread) {
+    current_ = first;
+    board_->SwitchTo(threads_[first]->fiber.get());
+  }
+  if (internal_error_) {
+    tls_current = saved;
+    std::rethrow_exception(std::exchange(internal_error_, nullptr));
   }
   if (!failure_) {
     if (auto msg = strategy_.AtEnd(step_)) {

@@ -71,17 +71,27 @@ std::string Pct::Name() const {
 }
 
 ThreadId Timed::Pick(const Choice& c) {
-  ties_.clear();
-  Nanos best = UINT64_MAX;
-  for (ThreadId t : c.runnable) {
-    if (c.clocks[t] < best) {
-      best = c.clocks[t];
-      ties_.clear();
+  // The earliest clock and how many runnable threads share it; then, if several, the
+  // Below(ties)-th of them in id order. Two passes over the runnable set, nothing stored.
+  ThreadId first = c.runnable.front();
+  Nanos best = c.clocks[first];
+  uint64_t ties = 1;
+  for (ThreadId t : c.runnable.subspan(1)) {
+    const Nanos clock = c.clocks[t];
+    if (clock < best) {
+      best = clock;
+      first = t;
+      ties = 1;
+    } else if (clock == best) {
+      ++ties;
     }
-    if (c.clocks[t] == best) ties_.push_back(t);
   }
-  if (ties_.size() == 1) return ties_.front();
-  return ties_[rng_.Below(ties_.size())];
+  if (ties == 1) return first;
+  uint64_t k = rng_.Below(ties);
+  for (ThreadId t : c.runnable) {
+    if (c.clocks[t] == best && k-- == 0) return t;
+  }
+  return first;  // not reached
 }
 
 std::string Timed::Name() const { return fmt::format("timed(seed={})", seed_); }

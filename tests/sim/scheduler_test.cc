@@ -183,6 +183,56 @@ TEST(Scheduler, DestructorsOnUnfinishedFibersRunAfterAFailure) {
   EXPECT_EQ(*destroyed, 1);  // the waiter's stack was unwound when the scheduler went away
 }
 
+// The strategy runs on the stack of the thread that reached its point (fiber to fiber): what
+// it throws must come out of Run() on the caller's stack, never into the logical thread.
+TEST(Scheduler, AStrategyThatThrowsFailsRunNotTheThread) {
+  struct Throwing final : Strategy {
+    int picks = 0;
+    ThreadId Pick(const Choice& c) override {
+      if (++picks == 3) throw std::runtime_error("strategy broke");
+      return c.runnable.front();
+    }
+    std::string Name() const override { return "throwing"; }
+  } strategy;
+  auto caught_in_thread = std::make_shared<bool>(false);
+  auto unwound = std::make_shared<int>(0);
+  struct Tracker {
+    std::shared_ptr<int> n;
+    ~Tracker() { ++*n; }
+  };
+  {
+    Scheduler sched(strategy);
+    sched.Spawn("t", [&sched, caught_in_thread, unwound] {
+      Tracker tracker{unwound};
+      try {
+        for (int i = 0; i < 10; ++i) sched.Point({Access::kYield, 0, "p"});
+      } catch (const std::runtime_error&) {
+        *caught_in_thread = true;
+      }
+    });
+    EXPECT_THROW(sched.Run(), std::runtime_error);
+    EXPECT_EQ(*unwound, 0);
+  }
+  EXPECT_FALSE(*caught_in_thread);
+  EXPECT_EQ(*unwound, 1);  // the thread, suspended at its point, was unwound on teardown
+}
+
+// A thread picked again at its own point goes on without a switch; the schedule, history and
+// preemption count are those of any other step.
+TEST(Scheduler, StayingOnTheSameThreadIsAnOrdinaryStep) {
+  RoundRobin rr(/*quantum=*/4);
+  RunResult r = RunWith(rr, [](Scheduler& s) {
+    for (int t = 0; t < 2; ++t)
+      s.Spawn("w", [&s] {
+        for (int i = 0; i < 5; ++i) s.Point({Access::kYield, 0, "p"});
+      });
+  });
+  ASSERT_FALSE(r.failed()) << r.Report();
+  EXPECT_EQ(r.steps, 12u);
+  EXPECT_EQ(r.schedule.Encode(), "rs1:0*4.1*4.0*2.1*2");
+  EXPECT_EQ(r.preemptions, 2u);
+}
+
 TEST(Scheduler, StepBoundTurnsALivelockIntoAFailure) {
   RandomWalk rw(1);
   RunResult r = RunWith(

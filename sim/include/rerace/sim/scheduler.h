@@ -29,7 +29,11 @@
 //
 // Threads: a Scheduler and everything attached to it are used from one OS thread. Methods
 // marked "Fiber only" must be called from inside a logical thread during Run().
-// Hot path: a step allocates nothing (schedule appends are amortized).
+// Hot path: a step allocates nothing (schedule appends are amortized), and switches once: the
+// thread that reaches a point picks the next thread itself, on its own stack (the strategy
+// runs there), and switches straight to it; back to Run() only when the run is over.
+// NB: so a Strategy's Pick, and a RaceDetector's callbacks, run on a logical thread's fiber
+// stack (whatever they throw is rethrown by Run(), never into the logical thread).
 #pragma once
 
 #include <array>
@@ -50,6 +54,7 @@ namespace rerace::sim {
 class StackPool;
 namespace detail {
 class Fiber;
+class Switchboard;
 }  // namespace detail
 
 class Strategy;
@@ -239,7 +244,10 @@ class Scheduler {
  private:
   struct Thread;
   static void Entry(void* arg);
+  static detail::Fiber* Exit(void* arg);
   void Suspend();
+  ThreadId NextStep();
+  detail::Fiber* EndStep(bool finished);
   void Finish(Thread& t);
   void Fail(Failure f);
   void MakeRunnable(ThreadId t);
@@ -251,14 +259,18 @@ class Scheduler {
   Options options_;
   std::unique_ptr<StackPool> own_pool_;
   StackPool* pool_;
+  std::unique_ptr<detail::Switchboard> board_;  // outlives the threads' fibers
   std::vector<std::unique_ptr<Thread>> threads_;
   std::vector<ThreadId> runnable_;
+  std::vector<uint8_t> in_runnable_;  // by thread id: 1 while in runnable_ (O(1) membership)
   std::vector<Nanos> clocks_;
   std::vector<SchedulingPoint> pending_;
   std::vector<std::string> objects_;
   Schedule schedule_;
   std::optional<Failure> failure_;
   ThreadId current_ = kNoThread;
+  ThreadId previous_ = kNoThread;  // the thread that took the previous step
+  std::exception_ptr internal_error_;  // thrown by the step's own code on a fiber; Run rethrows it
   uint64_t step_ = 0;
   uint64_t preemptions_ = 0;
   size_t live_ = 0;

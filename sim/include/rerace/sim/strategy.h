@@ -95,7 +95,6 @@ class Timed final : public Strategy {
  private:
   Prng rng_;
   uint64_t seed_;
-  std::vector<ThreadId> ties_;
 };
 
 // Partial order sampling (Yuan, Yang, Gu: "Partial Order Aware Concurrency Sampling", CAV 2018):
