@@ -73,25 +73,25 @@ std::string Pct::Name() const {
 ThreadId Timed::Pick(const Choice& c) {
   // The earliest clock and how many runnable threads share it; then, if several, the
   // Below(ties)-th of them in id order. Two passes over the runnable set, nothing stored.
-  ThreadId first = c.runnable.front();
-  Nanos best = c.clocks[first];
+  size_t first = 0;  // the first runnable thread at the earliest clock (none before it ties)
+  Nanos best = c.clocks[c.runnable[0]];
   uint64_t ties = 1;
-  for (ThreadId t : c.runnable.subspan(1)) {
-    const Nanos clock = c.clocks[t];
+  for (size_t i = 1; i < c.runnable.size(); ++i) {
+    const Nanos clock = c.clocks[c.runnable[i]];
     if (clock < best) {
       best = clock;
-      first = t;
+      first = i;
       ties = 1;
     } else if (clock == best) {
       ++ties;
     }
   }
-  if (ties == 1) return first;
+  if (ties == 1) return c.runnable[first];
   uint64_t k = rng_.Below(ties);
-  for (ThreadId t : c.runnable) {
-    if (c.clocks[t] == best && k-- == 0) return t;
+  if (ties == c.runnable.size()) return c.runnable[k];  // all tied (as at a run's start)
+  for (size_t i = first;; ++i) {
+    if (c.clocks[c.runnable[i]] == best && k-- == 0) return c.runnable[i];
   }
-  return first;  // not reached
 }
 
 std::string Timed::Name() const { return fmt::format("timed(seed={})", seed_); }
