@@ -1,6 +1,8 @@
 // replay/src/python_engine.cc: the real-code engine's process, protocol and proxy fibers.
 #include "python_engine.h"
 
+#include "tuner_world.h"
+
 #include <fcntl.h>
 #include <poll.h>
 #include <fmt/format.h>
@@ -349,24 +351,7 @@ void PythonWorld::Finalize(ReplayResult& r) {
     }
   }
   if (!error_.empty()) throw EngineError(error_);
-  if (r.run.failure) {
-    const sim::Failure& fl = *r.run.failure;
-    Finding x;
-    x.code = fl.kind == sim::FailureKind::kDeadlock     ? "deadlock"
-             : fl.kind == sim::FailureKind::kStepBound  ? "step-bound"
-             : fl.kind == sim::FailureKind::kDivergence ? "divergence"
-                                                         : "internal";
-    x.thread = fl.thread;
-    if (fl.thread != sim::kNoThread && fl.thread < r.run.threads.size())
-      x.thread_name = r.run.threads[fl.thread].name;
-    x.step = fl.step;
-    x.type = fl.type;
-    x.message = fl.message;
-    x.where = fl.where.ToString();
-    for (const auto& w : fl.waits) x.words += (x.words.empty() ? "" : "\n  ") + w;
-    if (x.where == "?") x.where.clear();
-    findings_.push_back(std::move(x));
-  }
+  if (auto x = SchedulerFinding(r.run)) findings_.push_back(std::move(*x));
   std::stable_sort(findings_.begin(), findings_.end(),
                    [](const Finding& a, const Finding& b) { return a.step < b.step; });
   r.findings = std::move(findings_);

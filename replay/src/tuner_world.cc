@@ -307,25 +307,28 @@ void TunerWorld::Call(uint32_t thread, uint32_t call) {
   Locked(LockFor(Region::kRun), "lock around Autotuner.run", [&] { model_.Run(*this, thread, c, call); });
 }
 
+std::optional<Finding> SchedulerFinding(const sim::RunResult& run) {
+  if (!run.failure) return std::nullopt;
+  const sim::Failure& f = *run.failure;
+  Finding x;
+  x.code = f.kind == sim::FailureKind::kDeadlock     ? "deadlock"
+           : f.kind == sim::FailureKind::kStepBound  ? "step-bound"
+           : f.kind == sim::FailureKind::kDivergence ? "divergence"
+                                                      : "internal";
+  x.thread = f.thread;
+  if (f.thread != sim::kNoThread && f.thread < run.threads.size())
+    x.thread_name = run.threads[f.thread].name;
+  x.step = f.step;
+  x.type = f.type;
+  x.message = f.message;
+  x.where = f.where.ToString();
+  for (const auto& w : f.waits) x.words += (x.words.empty() ? "" : "\n  ") + w;
+  if (x.where == "?") x.where.clear();
+  return x;
+}
+
 void TunerWorld::Finalize(ReplayResult& r) {
-  if (r.run.failure) {
-    const sim::Failure& f = *r.run.failure;
-    Finding x;
-    x.code = f.kind == sim::FailureKind::kDeadlock     ? "deadlock"
-             : f.kind == sim::FailureKind::kStepBound  ? "step-bound"
-             : f.kind == sim::FailureKind::kDivergence ? "divergence"
-                                                        : "internal";
-    x.thread = f.thread;
-    if (f.thread != sim::kNoThread && f.thread < r.run.threads.size())
-      x.thread_name = r.run.threads[f.thread].name;
-    x.step = f.step;
-    x.type = f.type;
-    x.message = f.message;
-    x.where = f.where.ToString();
-    for (const auto& w : f.waits) x.words += (x.words.empty() ? "" : "\n  ") + w;
-    if (x.where == "?") x.where.clear();
-    findings_.push_back(std::move(x));
-  }
+  if (auto x = SchedulerFinding(r.run)) findings_.push_back(std::move(*x));
   std::stable_sort(findings_.begin(), findings_.end(),
                    [](const Finding& a, const Finding& b) { return a.step < b.step; });
   r.findings = std::move(findings_);

@@ -74,6 +74,10 @@ struct TunerState {
   std::vector<std::optional<sim::Future<int32_t>>> future_of;
 };
 
+// The finding a run's scheduler failure stands for (deadlock, step bound, divergence, an
+// internal error), or nothing; shared by both engines.
+std::optional<Finding> SchedulerFinding(const sim::RunResult& run);
+
 // A thrown Python exception inside a model: ends the calling thread's task.
 struct PyError {
   Finding finding;
