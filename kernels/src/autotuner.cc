@@ -10,25 +10,27 @@
 #include <algorithm>
 #include <limits>
 
+#include "rerace/base/named_fix.h"
 #include "rerace/recorder/grammar.h"
 
 namespace rerace::kernels {
 
 namespace {
-// The named fixes (replay/fix.h has the same names; a test holds them equal) and the switch
-// each sets; "none" sets none.
-struct NamedFix {
-  const char* name;
-  bool TunerFix::*on;
-};
-const NamedFix kNamed[] = {{"none", nullptr},
-                           {"lock-run", &TunerFix::lock_run},
-                           {"tls-nargs", &TunerFix::tls_nargs},
-                           {"call-local", &TunerFix::call_local},
-                           {"lock-key-future", &TunerFix::key_future},
-                           {"per-thread-tuner", &TunerFix::per_thread_tuner},
-                           {"prewarm", &TunerFix::prewarm},
-                           {"owner-thread", &TunerFix::owner_thread}};
+// The switch each named fix (rerace/base/named_fix.h, the table replay parses too) sets; none
+// for "none".
+bool TunerFix::*SwitchOf(NamedFixId id) {
+  switch (id) {
+    case NamedFixId::kNone: return nullptr;
+    case NamedFixId::kLockRun: return &TunerFix::lock_run;
+    case NamedFixId::kTlsNargs: return &TunerFix::tls_nargs;
+    case NamedFixId::kCallLocal: return &TunerFix::call_local;
+    case NamedFixId::kLockKeyFuture: return &TunerFix::key_future;
+    case NamedFixId::kPerThreadTuner: return &TunerFix::per_thread_tuner;
+    case NamedFixId::kPrewarm: return &TunerFix::prewarm;
+    case NamedFixId::kOwnerThread: return &TunerFix::owner_thread;
+  }
+  return nullptr;
+}
 
 // lock-run: one lock for every tuner in the process (Python's module-level lock).
 std::mutex& GlobalRunLock() {
@@ -40,7 +42,7 @@ std::mutex& GlobalRunLock() {
 const std::vector<std::string>& TunerFixNames() {
   static const std::vector<std::string> names = [] {
     std::vector<std::string> v;
-    for (const NamedFix& f : kNamed) v.push_back(f.name);
+    for (const NamedFix& f : kNamedFixes) v.push_back(f.name);
     return v;
   }();
   return names;
@@ -53,14 +55,12 @@ Result<TunerFix> ParseTunerFix(const std::string& text) {
   while (!text.empty()) {
     const size_t plus = text.find('+', start);
     const std::string n = text.substr(start, plus == std::string::npos ? std::string::npos : plus - start);
-    const NamedFix* hit = nullptr;
-    for (const NamedFix& k : kNamed)
-      if (n == k.name) hit = &k;
+    const NamedFix* hit = FindNamedFix(n);
     if (hit == nullptr)
       return Error{fmt::format("unknown fix '{}' in '{}'; the native autotuner knows: {}", n, text,
                                fmt::join(TunerFixNames(), ", ")),
                    kExitUsage};
-    if (hit->on != nullptr) f.*(hit->on) = true;
+    if (bool TunerFix::*on = SwitchOf(hit->id); on != nullptr) f.*on = true;
     if (plus == std::string::npos) break;
     start = plus + 1;
   }

@@ -5,6 +5,8 @@
 
 #include <set>
 
+#include "rerace/base/named_fix.h"
+
 namespace rerace::replay {
 
 const char* FieldName(Field f) {
@@ -37,41 +39,35 @@ std::string Fix::LockFor(Region r) const {
 }
 
 namespace {
-struct Named {
-  const char* name;
-  const char* stands_for;
-};
-const Named kNamed[] = {
-    {"none", "the autotuner as shipped (Triton 3.6)"},
-    {"lock-run", "one global lock around Autotuner.run"},
-    {"tls-nargs", "self.nargs thread-local, as proposed in triton-lang/triton issue 11494"},
-    {"call-local", "per-call state passed explicitly (nargs, restore_copies), the design of an "
-                   "unmerged upstream Triton branch ('call-local'; no PR number confirmed)"},
-    {"lock-key-future", "a lock plus a per-key future for cache population, as in Triton PR 8437"},
-    {"per-thread-tuner", "each thread its own copy of the autotuner"},
-    {"prewarm", "tune every key serially before the threads start"},
-    {"owner-thread", "one thread per GPU owns tuning and launches; the others send it work"},
-};
-
+// What each named fix (rerace/base/named_fix.h) does to the model.
 bool ApplyNamed(const std::string& n, Fix& f) {
-  if (n == "none") return true;
-  if (n == "lock-run") {
-    f.locks.push_back({Region::kRun, "global autotune lock"});
-  } else if (n == "tls-nargs") {
-    f.thread_local_fields.insert(Field::kNargs);
-  } else if (n == "call-local") {
-    f.thread_local_fields.insert(Field::kNargs);
-    f.thread_local_fields.insert(Field::kRestoreCopies);
-  } else if (n == "lock-key-future") {
-    f.per_key_future = true;
-  } else if (n == "per-thread-tuner") {
-    f.per_thread_tuner = true;
-  } else if (n == "prewarm") {
-    f.prewarm = true;
-  } else if (n == "owner-thread") {
-    f.owner_thread = true;
-  } else {
-    return false;
+  const NamedFix* named = FindNamedFix(n);
+  if (named == nullptr) return false;
+  switch (named->id) {
+    case NamedFixId::kNone:
+      break;
+    case NamedFixId::kLockRun:
+      f.locks.push_back({Region::kRun, "global autotune lock"});
+      break;
+    case NamedFixId::kTlsNargs:
+      f.thread_local_fields.insert(Field::kNargs);
+      break;
+    case NamedFixId::kCallLocal:
+      f.thread_local_fields.insert(Field::kNargs);
+      f.thread_local_fields.insert(Field::kRestoreCopies);
+      break;
+    case NamedFixId::kLockKeyFuture:
+      f.per_key_future = true;
+      break;
+    case NamedFixId::kPerThreadTuner:
+      f.per_thread_tuner = true;
+      break;
+    case NamedFixId::kPrewarm:
+      f.prewarm = true;
+      break;
+    case NamedFixId::kOwnerThread:
+      f.owner_thread = true;
+      break;
   }
   return true;
 }
@@ -177,7 +173,7 @@ Result<Fix> ParseDescription(const std::string& text) {
 const std::vector<std::string>& FixNames() {
   static const std::vector<std::string> names = [] {
     std::vector<std::string> v;
-    for (const Named& n : kNamed) v.push_back(n.name);
+    for (const NamedFix& n : kNamedFixes) v.push_back(n.name);
     return v;
   }();
   return names;
@@ -185,7 +181,7 @@ const std::vector<std::string>& FixNames() {
 
 std::string DescribeFixes() {
   std::string out;
-  for (const Named& n : kNamed) out += fmt::format("  {:<17} {}\n", n.name, n.stands_for);
+  for (const NamedFix& n : kNamedFixes) out += fmt::format("  {:<17} {}\n", n.name, n.stands_for);
   return out;
 }
 

@@ -110,7 +110,8 @@ class Silent final : public Announcer {
   void Mark(const std::string&) override {}
 };
 
-// The fixes replay knows (replay/fix.h), as the native tuner implements them:
+// The named fixes (rerace/base/named_fix.h, the table replay/fix.h parses too), as the native
+// tuner implements them:
 //   none, lock-run (one process-wide lock around Run, announced as a lock), tls-nargs,
 //   call-local (nargs and restore_copies per call), lock-key-future, per-thread-tuner and
 //   prewarm (the workload's: a tuner per thread; every key tuned before the threads start),
