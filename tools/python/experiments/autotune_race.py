@@ -12,6 +12,13 @@ barrier. What runs is chosen by:
   --prewarm          each thread's call made once, serially (thread 0 first), before the barrier
   --storm N          after a serial prewarm, each thread makes N cached calls concurrently
   --switch-interval  sys.setswitchinterval(S) before the threads start (e.g. 1e-6)
+  --hooks KIND       the tuner's hooks: restore (restore_value=['y_ptr'], the default), reset
+                     (reset_to_zero=['y_ptr']), both (reset_to_zero=['y_ptr'] and
+                     restore_value=['x_ptr']), user (the user's own pre_hook and post_hook, no
+                     restore_value / reset_to_zero), none (no hooks)
+  --keys N           the workers' calls fall on N tuning keys (worker i's row length is
+                     --cols >> (i % N), and key=['N'])
+  --configs N        the first N of the 12 configs (fewer configs, smaller recordings)
 
 Each worker reports the exception its call raised (type, message, file:line function of the
 innermost frame) and whether its output y holds what it must (x / sqrt(sum(x^2) + eps) per row),
@@ -50,8 +57,26 @@ CONFIGS = [triton.Config({"BLOCK_N": bn}, num_warps=w) for bn in (1024, 2048, 40
 EPS = 1e-6
 
 
-def make_kernel():
-    @triton.autotune(configs=CONFIGS, key=["N"], restore_value=["y_ptr"])
+def _user_pre_hook(nargs, reset_only=False):
+    # A user's own pre-hook (Triton calls it with reset_only=True after benchmarking too).
+    nargs["y_ptr"].zero_()
+
+
+def _user_post_hook(nargs, exception):
+    pass
+
+
+HOOKS = {
+    "restore": dict(restore_value=["y_ptr"]),
+    "reset": dict(reset_to_zero=["y_ptr"]),
+    "both": dict(reset_to_zero=["y_ptr"], restore_value=["x_ptr"]),
+    "user": dict(pre_hook=_user_pre_hook, post_hook=_user_post_hook),
+    "none": dict(),
+}
+
+
+def make_kernel(hooks="restore", configs=len(CONFIGS)):
+    @triton.autotune(configs=CONFIGS[:configs], key=["N"], **HOOKS[hooks])
     @triton.jit
     def l2norm_fwd_kernel(x_ptr, y_ptr, N, eps, BLOCK_N: tl.constexpr):
         row = tl.program_id(0)
@@ -167,8 +192,8 @@ def check_y(y, want, sentinels):
 
 # ---- one trial ----------------------------------------------------------------------------
 
-def trial(threads, prewarm=False, storm=0, M=4096, N=1024):
-    kernel = make_kernel()
+def trial(threads, prewarm=False, storm=0, M=4096, N=1024, hooks="restore", configs=len(CONFIGS), keys=1):
+    kernel = make_kernel(hooks, configs)
     barrier = threading.Barrier(threads)
     turns = [threading.Event() for _ in range(threads)]
     turns[0].set()
@@ -177,12 +202,12 @@ def trial(threads, prewarm=False, storm=0, M=4096, N=1024):
     tensors = [None] * threads
 
     def call(x, y):
-        kernel[(M,)](x, y, N, EPS)
+        kernel[(M,)](x, y, x.shape[1], EPS)
 
     def worker(i):
         rec = {"worker": i, "thread": threading.current_thread().name, "error": None}
         out[i] = rec
-        x = torch.randn(M, N, device="cuda")
+        x = torch.randn(M, max(N >> (i % keys), 1), device="cuda")
         y = torch.full_like(x, sentinels[i])
         want = expected_y(x)
         tensors[i] = (y, want)
@@ -266,11 +291,19 @@ def main():
     ap.add_argument("--threads", type=int, default=8)
     ap.add_argument("--rows", type=int, default=4096, help="M: rows of x (one program each)")
     ap.add_argument("--cols", type=int, default=1024, help="N: the row length, the tuning key")
+    ap.add_argument("--hooks", default="restore", choices=sorted(HOOKS),
+                    help="the tuner's hooks (restore_value, reset_to_zero, both, the user's own, none)")
+    ap.add_argument("--keys", type=int, default=1, help="tuning keys the workers' calls fall on")
+    ap.add_argument("--configs", type=int, default=len(CONFIGS), help="the first N of the 12 configs")
     ap.add_argument("--json", metavar="FILE", help="append one JSON object per trial")
     ap.add_argument("--quiet", action="store_true", help="no per-worker lines")
     ap.add_argument("--profile", action="store_true", help="run the trials under torch.profiler")
     a = ap.parse_args()
 
+    if not 1 <= a.configs <= len(CONFIGS):
+        ap.error("--configs: 1 to %d" % len(CONFIGS))
+    if a.keys < 1 or a.cols >> (a.keys - 1) < 1:
+        ap.error("--keys: at least 1, and --cols >> (keys - 1) at least 1")
     patches = list(a.patch)
     if a.variant == "prewarm" or a.storm:
         a.prewarm = True
@@ -290,9 +323,9 @@ def main():
         if isinstance(v, property):
             fields.append("%s=property(%s)" % (name, _defined_at(v.fget)))
     print("# python %s (gil %s) torch %s triton %s; switch interval %g; threads %d; prewarm %s; storm %d; "
-          "patches: %s; Autotuner.run -> %s%s"
+          "hooks %s; keys %d; configs %d; patches: %s; Autotuner.run -> %s%s"
           % (platform.python_version(), gil, torch.__version__, triton.__version__, sys.getswitchinterval(),
-             a.threads, a.prewarm or bool(a.storm), a.storm,
+             a.threads, a.prewarm or bool(a.storm), a.storm, a.hooks, a.keys, a.configs,
              " ".join(os.path.relpath(os.path.abspath(p), REPO) for p in patches) or "none",
              _defined_at(A.run), "; " + " ".join(fields) if fields else ""), flush=True)
 
@@ -305,7 +338,8 @@ def main():
             ctx = profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA])
         t0 = time.perf_counter()
         with ctx:
-            out = trial(a.threads, prewarm=a.prewarm, storm=a.storm, M=a.rows, N=a.cols)
+            out = trial(a.threads, prewarm=a.prewarm, storm=a.storm, M=a.rows, N=a.cols, hooks=a.hooks,
+                        configs=a.configs, keys=a.keys)
         dt = time.perf_counter() - t0
         text, bad = summary(out)
         failed += bad
@@ -323,7 +357,8 @@ def main():
         print("trial %d (%.3f s): %s" % (n, dt, text), flush=True)
         if a.json:
             with open(a.json, "a") as f:
-                f.write(json.dumps({"variant": a.variant, "patches": patches, "prewarm": a.prewarm,
+                f.write(json.dumps({"variant": a.variant, "hooks": a.hooks, "keys": a.keys, "configs": a.configs,
+                                    "patches": patches, "prewarm": a.prewarm,
                                     "storm": a.storm, "switch_interval": sys.getswitchinterval(),
                                     "threads": a.threads, "trial": n, "seconds": dt, "failed": bad,
                                     "workers": out}) + "\n")
