@@ -26,6 +26,7 @@
 #include "rerace/replay/fix.h"
 #include "rerace/replay/program.h"
 #include "rerace/replay/replay.h"
+#include "rerace/replay/recorded.h"
 #include "rerace/replay/shrink.h"
 #include "rerace/replay/timeline.h"
 #include "rerace/sim/random.h"
@@ -380,6 +381,12 @@ int RunReplay(const ReplayArgs& a) {
   const bool inline_schedule = a.schedule.rfind(std::string(sim::kScheduleFormat) + ":", 0) == 0;
   if (!a.schedule.empty() && !inline_schedule)
     if (auto h = ApplyScheduleHeader(a.schedule, c); !h) return ReportError(h.error());
+  if (a.recorded && c.engine == "python")
+    return ReportError(Error{"--recorded follows the recorded order with the C++ tuner models; the "
+                             "python engine runs the real code under its own switch points and "
+                             "cannot follow it: drop --engine python, or replay a seed or a "
+                             "schedule with it",
+                             kExitUsage});
   auto l = Load(a.trace, c);
   if (!l) return ReportError(l.error());
   Replayer rep(l->program, l->options);
@@ -444,8 +451,15 @@ int RunReplay(const ReplayArgs& a) {
   }
   const bool hit = target != nullptr;
   LeadWith(r, c.failure);
+  std::optional<replay::RecordedComparison> compared;
+  if (a.recorded) compared = replay::CompareRecorded(r, l->program);
   if (c.json) {
-    std::printf("%s\n", FormatJson(r, l->program, c.races).c_str());
+    std::string json = FormatJson(r, l->program, c.races);
+    if (compared)  // FormatJson's object, with the comparison before its closing brace
+      json.insert(json.size() - 1, fmt::format(",\"left_recording\":{},\"recorded_comparison\":{}",
+                                               r.left_recording,
+                                               replay::RecordedComparisonJson(*compared)));
+    std::printf("%s\n", json.c_str());
   } else {
     if (!c.failure.empty())
       std::printf("%s\n", hit ? fmt::format("--failure {}: found at step {}; listed first", c.failure,
@@ -454,6 +468,7 @@ int RunReplay(const ReplayArgs& a) {
                                   : fmt::format("--failure {}: not in this schedule", c.failure).c_str());
     std::fputs(Colour(FormatReport(r, l->program, hint)).c_str(), stdout);
     if (c.races) std::fputs(FormatRaces(r.races, r.findings).c_str(), stdout);
+    if (compared) std::fputs(replay::FormatRecordedComparison(*compared).c_str(), stdout);
   }
   return r.failed() ? kExitFound : kExitOk;
 }
