@@ -6,7 +6,9 @@
 #   build/py/venv312         a venv of CPython 3.12 (pyenv's, when present) with Triton 3.6.0:
 #                            the H200's interpreter version, for the GIL-mode tests
 #   build/py/triton-<v>      Triton <v> alone (pip --target), put first on PYTHONPATH to replay
-#                            under another release: 3.4.0, 3.8.0, 3.9.0
+#                            under another release: 3.2.0, 3.4.0, 3.8.0, 3.9.0
+#   build/py/fla-core-<v>    FLA's fla-core <v> alone (pip --target, no dependencies): the source
+#                            tools/scripts/step-table.py checks the fla model against: 0.5.2, 0.6.0
 set -uo pipefail
 root=${1:-build/py}
 base=${RERACE_BASE_PYTHON:-python3}
@@ -36,7 +38,7 @@ for c in python3.12 "$HOME/.pyenv/versions/3.12.1/bin/python3" /root/.pyenv/vers
 done
 if [ -n "$py312" ]; then venv "$root/venv312" "$py312"; else echo "python-envs: no CPython 3.12 here; its tests will skip"; fi
 
-for v in 3.4.0 3.8.0 3.9.0; do
+for v in 3.2.0 3.4.0 3.8.0 3.9.0; do
   d="$root/triton-$v"
   [ -f "$d/.complete" ] && continue
   echo "python-envs: installing triton==$v into $d"
@@ -45,6 +47,17 @@ for v in 3.4.0 3.8.0 3.9.0; do
     touch "$d/.complete"
   else
     echo "python-envs: triton $v not installed; its tests will skip"
+  fi
+done
+for v in 0.5.2 0.6.0; do
+  d="$root/fla-core-$v"
+  [ -f "$d/.complete" ] && continue
+  echo "python-envs: installing fla-core==$v into $d"
+  rm -rf "$d"
+  if pipq "$root/venv/bin/python" --no-deps --target "$d" "fla-core==$v"; then
+    touch "$d/.complete"
+  else
+    echo "python-envs: fla-core $v not installed; its step-table check will skip"
   fi
 done
 exit 0

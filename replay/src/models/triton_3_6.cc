@@ -1,6 +1,37 @@
 // replay/src/models/triton_3_6.cc: Triton 3.6's Autotuner (triton/runtime/autotuner.py of the
 // 3.6.0 wheel, read from the installed package; the KeyError at line 74 is the one the H200
 // measured). Model "triton".
+//
+// The steps of the release (tools/scripts/step-table.py emits them from the wheel and checks
+// this block and every label's file:line against it; docs/MODEL.md):
+// step-table: triton 3.6.0 triton/runtime/autotuner.py Autotuner
+//   __init__:37 W cache
+//   __init__._pre_hook:63 W restore_copies
+//   __init__._post_hook:74 R restore_copies
+//   __init__._post_hook:75 W restore_copies
+//   _bench:143 R nargs
+//   check_disk_cache:198 M cache
+//   check_disk_cache:199 W configs_timings
+//   check_disk_cache:208 R configs_timings
+//   run:213 W nargs
+//   run:216 R nargs
+//   run:223 R cache
+//   run:242 R cache
+//   run:245 W best_config
+//   run:248 R bench_time
+//   run:248 R best_config
+//   run:250 R nargs
+//   run:257 W nargs
+//   run.benchmark:231 W bench_time
+//   run.benchmark:232 M cache
+//   run.benchmark:233 R nargs
+//   run.benchmark:233 R cache
+//   run.benchmark:235 W configs_timings
+//   prune_configs:263 R nargs
+//   prune_configs:278 R nargs
+//   warmup:288 W nargs
+//   warmup:296 W nargs
+// end step-table
 #include "triton_3_6.h"
 
 #include <fmt/format.h>
@@ -22,7 +53,8 @@ const Labels kTriton36Labels = {
     .kPostHookReset = "autotuner.py:75 _post_hook: self.restore_copies = {}",
     .kBenchTime = "autotuner.py:231 benchmark: self.bench_time = bench_end - bench_start",
     .kCacheWrite = "autotuner.py:232 benchmark: self.cache[key] = builtins.min(timings, key=timings.get)",
-    .kBenchmarkNargs = "autotuner.py:233 benchmark: full_nargs = {**self.nargs, **kwargs, **config.all_kwargs()}",
+    .kBenchmarkNargs = "autotuner.py:233 benchmark: full_nargs = {**self.nargs, **kwargs, "
+                       "**self.cache[key].all_kwargs()}",
     .kConfigsTimings = "autotuner.py:235 benchmark: self.configs_timings = timings",
     .kRunCacheRead = "autotuner.py:242 Autotuner.run: config = self.cache[key]",
     .kBestConfig = "autotuner.py:245 Autotuner.run: self.best_config = config",

@@ -11,6 +11,41 @@
 // Not modelled (the recording does not carry them): `prune_configs` leaving one config, which
 // skips benchmarking (line 232; the recorded configs are the benchmarked ones), and the
 // autotuning listener reading configs_timings and bench_time (line 255, off unless set).
+//
+// The steps of the release (tools/scripts/step-table.py emits them from the wheel and checks
+// this block and every label's file:line against it; docs/MODEL.md):
+// step-table: triton 3.8.0 triton/runtime/autotuner.py Autotuner
+//   __init__:37 W cache
+//   __init__._pre_hook:64 W restore_copies
+//   __init__._post_hook:78 R restore_copies
+//   __init__._post_hook:80 W restore_copies
+//   _bench:148 R nargs
+//   check_disk_cache:203 M cache
+//   check_disk_cache:204 W configs_timings
+//   check_disk_cache:213 R configs_timings
+//   run:218 W nargs
+//   run:221 R nargs
+//   run:228 R cache
+//   run:234 M cache
+//   run:260 R cache
+//   run:261 R configs_timings
+//   run:262 R bench_time
+//   run:266 R cache
+//   run:269 W best_config
+//   run:272 R bench_time
+//   run:272 R best_config
+//   run:274 R nargs
+//   run:281 W nargs
+//   run.benchmark:242 W bench_time
+//   run.benchmark:243 M cache
+//   run.benchmark:244 R nargs
+//   run.benchmark:244 R cache
+//   run.benchmark:246 W configs_timings
+//   prune_configs:287 R nargs
+//   prune_configs:302 R nargs
+//   warmup:312 W nargs
+//   warmup:320 W nargs
+// end step-table
 #include <fmt/format.h>
 
 #include "triton_3_6.h"
