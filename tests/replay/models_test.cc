@@ -104,3 +104,38 @@ TEST(Triton38Model, LabelsAreTriton38Lines) {
 
 }  // namespace
 }  // namespace rerace::replay
+
+namespace rerace::replay {
+namespace {
+
+// reset_to_zero alone: Triton's _pre_hook (autotuner.py:58-63 of 3.6) still assigns
+// `self.restore_copies = {}` (the comprehension over an empty restore_value) on every
+// benchmark repetition, a write of a shared field the probe records; rerace's native tuner
+// (kernels/src/autotuner.cc PreHook) writes no copies then.
+TEST(TunerModels, ResetToZeroAloneStillWritesRestoreCopiesInTriton) {
+  Program p = testing::LoadSample("triton-none-h200.rrt");
+  for (TunerCall& c : p.calls) {
+    c.reset_to_zero = c.restore_value;
+    c.restore_value.clear();
+  }
+  auto copies_races = [&](const std::string& model) {
+    ReplayOptions o;
+    o.model = model;
+    o.detect_races = true;
+    Replayer rep(p, o);
+    sim::RandomWalk w(1);
+    const ReplayResult r = rep.Run(w);
+    EXPECT_FALSE(std::any_of(r.findings.begin(), r.findings.end(), [](const Finding& f) {
+      return f.code == "in-param-not-in-cache";  // nothing to restore, no KeyError
+    }));
+    return std::count_if(r.races.begin(), r.races.end(), [](const sim::Race& x) {
+      return x.object_name.find("restore_copies") != std::string::npos;
+    });
+  };
+  EXPECT_GT(copies_races("triton"), 0);
+  EXPECT_GT(copies_races("triton-3.8"), 0);
+  EXPECT_EQ(copies_races("native"), 0);
+}
+
+}  // namespace
+}  // namespace rerace::replay

@@ -70,6 +70,7 @@ const Labels kTriton36Labels = {
     .none_in_benchmark = "'NoneType' object is not a mapping",
     .none_in_bench = "'NoneType' object is not a mapping",
     .where_reset = "triton/runtime/autotuner.py:61 in _pre_hook",
+    .pre_hook_writes_empty_copies = true,
 };
 }  // namespace
 
@@ -190,7 +191,10 @@ void Triton36Model::Bench(TunerWorld& w, uint32_t thread, const TunerCall& c, Tu
   for (uint32_t r = 0; r < reps; ++r) {
     Locked(w.LockFor(Region::kHooks), "lock around the pre-hook", [&] {
       w.Anchor(thread, TunerKind::kPreHook, static_cast<int32_t>(config));
-      if (c.restore_value.empty()) return;
+      // reset_to_zero alone: the hook still assigns the (empty) dict of copies.
+      const bool writes = !c.restore_value.empty() ||
+                          (L_.pre_hook_writes_empty_copies && !c.reset_to_zero.empty());
+      if (!writes) return;
       w.AnchorWrite(thread, traces::TunerField::kRestoreCopies);
       w.WriteCopies(st, {all, n.thread, 0, 0}, L_.kPreHookWrite);
     });

@@ -39,6 +39,13 @@ struct Labels {
   const char* none_in_benchmark;  // and in _bench ({config})
   const char* none_in_bench;
   const char* where_reset;        // the reset-only pre-hook that zeroes reset_to_zero
+  // Whether the default pre-hook writes `self.restore_copies` when there is nothing to restore
+  // (reset_to_zero only): Triton's `_pre_hook` (3.2 to 3.9) and FLA's None-safe one are defined
+  // when reset_to_zero or restore_value is non-empty, and every call with reset_only=False
+  // assigns `self.restore_copies = {name: ... for name in self.restore_value}`, an empty dict
+  // when restore_value is empty: a write of the shared field all the same. rerace's native
+  // tuner writes no copies then.
+  bool pre_hook_writes_empty_copies = true;
 };
 
 // Triton 3.6's own table (autotuner.py of the 3.6.0 wheel).

@@ -81,6 +81,7 @@ const Labels kTriton38Labels = {
     .none_in_benchmark = "'NoneType' object is not a mapping",
     .none_in_bench = "'NoneType' object is not a mapping",
     .where_reset = "triton/runtime/autotuner.py:62 in _pre_hook",
+    .pre_hook_writes_empty_copies = true,
 };
 constexpr const char* kWhereMissed = "triton/runtime/autotuner.py:78 in _post_hook";
 
