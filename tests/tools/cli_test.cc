@@ -257,3 +257,39 @@ TEST(CliCi, PerfettoTimelinesOfAReplayAndOfARecordedTrace) {
 }
 
 }  // namespace
+
+namespace {
+
+// fuzz --jobs: the threads' results merged are one job's report, byte for byte: text, JSON,
+// JUnit and every schedule file (replay/campaign.h).
+TEST(CliCi, FuzzJobsGiveTheSameReportsAndScheduleFiles) {
+  const std::string dir = ::testing::TempDir() + "/cli-fuzz-jobs";
+  const std::string t = SampleTrace("synth-h200-shape.rrt");
+  std::string text[2], json[2], xml[2], sched[2];
+  const int jobs[2] = {1, 3};
+  for (int k = 0; k < 2; ++k) {
+    // The folder name is the same for both, so that the text reports can be compared whole.
+    ASSERT_EQ(std::system(("rm -rf " + dir).c_str()), 0);
+    const std::string common = "fuzz " + t + " --runs 90 --strategy portfolio --jobs " + std::to_string(jobs[k]);
+    const CliRun r = Rerace(common + " --save-failures " + dir + " --junit " + dir + ".xml");
+    ASSERT_EQ(r.code, 1) << r.out;
+    text[k] = r.out;
+    xml[k] = Slurp(dir + ".xml");
+    for (int n = 1;; ++n) {
+      const std::string s = Slurp(dir + "/synth-h200-shape-none-" + std::to_string(n) + ".sched");
+      if (s.empty()) break;
+      sched[k] += s + "\n----\n";
+    }
+    json[k] = Rerace(common + " --races --json --shard 1/2").out;
+  }
+  EXPECT_NE(sched[0].find("rs1:"), std::string::npos) << text[0];
+  EXPECT_NE(text[0].find("distinct failure(s)"), std::string::npos);
+  EXPECT_NE(json[0].find("\"races\":[{"), std::string::npos) << json[0];
+  EXPECT_EQ(text[1], text[0]);
+  EXPECT_EQ(sched[1], sched[0]);
+  EXPECT_EQ(xml[1], xml[0]);
+  EXPECT_EQ(json[1], json[0]);
+  EXPECT_EQ(Rerace("fuzz " + t + " --jobs -1").code, 64);
+}
+
+}  // namespace

@@ -22,6 +22,7 @@
 #include "output.h"
 #include "rerace/base/result.h"
 #include "rerace/base/utf8.h"
+#include "rerace/replay/campaign.h"
 #include "rerace/replay/check.h"
 #include "rerace/replay/fix.h"
 #include "rerace/replay/program.h"
@@ -483,6 +484,7 @@ struct FuzzArgs {
   std::string save_dir;
   std::string junit;
   std::string shard;  // "K/N" or "auto"
+  unsigned jobs = 0;  // 0: the cores available
 };
 
 struct Shard {
@@ -643,92 +645,72 @@ int RunFuzz(const FuzzArgs& a) {
     if (!l) return ReportError(l.error());
     Replayer rep(l->program, l->options);
     if (auto e = StartEngine(rep); !e) return ReportError(e.error());
-    std::optional<Probe> k;
-    std::vector<sim::Race> races;
-    std::vector<Finding> campaign_findings;
-    std::map<std::string, ReplayResult> kept;  // signature → its shrunk run
     FuzzTrace ft;
     ft.trace = path;
     ft.fix = a.c.fix;
     ft.model = rep.ModelName();
     ft.strategy = a.c.strategy.name;
-    std::map<std::string, size_t> index;  // signature → position in ft.failures
-    double last_progress = 0;
-    // Seeds: run i of this shard is global run shard.index + i * shard.count.
-    for (uint64_t i = 0;; ++i) {
-      if (*seconds > 0) {
-        if (i > 0 && elapsed() >= *seconds) break;  // at least one run
-      } else if (i >= a.runs) {
-        break;
+    // Seeds: run i of this shard is global run shard.index + i * shard.count; the runs are
+    // shared out over --jobs threads and merged as one job gives them (replay/campaign.h).
+    CampaignOptions co;
+    co.strategy = a.c.strategy;
+    co.first_seed = a.seed;
+    co.offset = shard->index;
+    co.stride = shard->count;
+    co.runs = a.runs;
+    co.seconds = *seconds;
+    co.start = start;  // the budget is the command's, over all its traces
+    co.target = a.c.failure;
+    co.races = a.c.races;
+    co.jobs = a.jobs == 0 ? AvailableCores() : a.jobs;
+    auto campaign = RunCampaign(rep, co, [&](const CampaignProgress& p) {
+      if (!progress) return;
+      const double rate = static_cast<double>(p.runs) / std::max(elapsed(), 1e-9);
+      const double left = *seconds > 0 ? *seconds - elapsed()
+                                       : static_cast<double>(a.runs - p.runs) / std::max(rate, 1e-9);
+      std::fprintf(stderr, "\r%s: %llu runs (%.0f/s), %llu failing, %llu distinct, %.0f s left   ",
+                   path.c_str(), static_cast<unsigned long long>(p.runs), rate,
+                   static_cast<unsigned long long>(p.failing),
+                   static_cast<unsigned long long>(p.distinct), std::max(left, 0.0));
+    });
+    if (!campaign) return ReportError(campaign.error());
+    if (campaign->error) {
+      Error err = *campaign->error;
+      err.message = fmt::format("fuzz {} seed {}: {} (replay it: '{}')", path, campaign->error_seed,
+                                err.message, SeedHint(path, a.c, campaign->error_seed));
+      return ReportError(err);
+    }
+    ft.runs = campaign->runs;
+    ft.failing = campaign->failing;
+    const std::vector<sim::Race>& races = campaign->races;
+    const std::vector<Finding>& campaign_findings = campaign->findings;
+    std::map<std::string, const ReplayResult*> kept;  // signature → its shrunk run
+    for (const CampaignFailure& c : campaign->failures) {
+      const Finding& f = c.finding;
+      const Shrunk& sh = c.shrunk;
+      FuzzFailure x;
+      x.signature = c.signature;
+      x.seed = c.seed;
+      // Shrunk towards this failure being the run's first, so that its schedule file
+      // replays to what the listing says (docs/MODEL.md: shrunk before reported or saved).
+      x.schedule = sh.result.run.schedule.Encode();
+      // As its replay hint will show it: the saved (shrunk) schedule when there is one and
+      // it fails first with it, else the seed's run.
+      const Finding& shown = !a.save_dir.empty() && sh.first_matches ? sh.result.findings.front() : f;
+      x.thread_name = shown.thread_name;
+      x.type = shown.type;
+      x.message = shown.message;
+      x.words = shown.words;
+      x.silent = shown.silent;
+      x.first = c.first;
+      if (!sh.first_matches && !sh.result.findings.empty()) {
+        const Finding& first = sh.result.findings.front();
+        x.note = fmt::format("this schedule fails first with {} at step {}; this failure "
+                             "follows at step {}",
+                             first.code, first.step, f.step);
       }
-      const uint64_t seed = a.seed + shard->index + i * shard->count;
-      auto strategy = StrategyFor(a.c.strategy, seed, rep, &k);
-      if (!strategy) return ReportError(strategy.error());
-      const ReplayResult r = rep.Run(**strategy);
-      ++ft.runs;
-      if (auto e = RunError(r)) {
-        Error err = *e;
-        err.message = fmt::format("fuzz {} seed {}: {} (replay it: '{}')", path, seed, err.message,
-                                  SeedHint(path, a.c, seed));
-        return ReportError(err);
-      }
-      if (a.c.races) {
-        MergeRaces(races, r.races);
-        campaign_findings.insert(campaign_findings.end(), r.findings.begin(), r.findings.end());
-      }
-      if (Hits(r, a.c.failure)) {
-        ++ft.failing;
-        for (const Finding& f : r.findings) {
-          if (!Matches(f, a.c.failure)) continue;
-          const std::string sig = f.code + " at " + f.where;
-          // Seen before: kept, unless it was not the first failure of that seed's run and is
-          // this run's first (a schedule that replays to it is worth a later seed). Decided per
-          // seed, so that merged shards keep the seed a whole run keeps.
-          auto seen = index.find(sig);
-          if (seen != index.end() &&
-              (ft.failures[seen->second].first || &f != &r.findings.front()))
-            continue;
-          FuzzFailure x;
-          x.signature = sig;
-          x.seed = seed;
-          // Shrunk towards this failure being the run's first, so that its schedule file
-          // replays to what the listing says (docs/MODEL.md: shrunk before reported or saved).
-          Shrunk sh = ShrinkTo(rep, r, f);
-          x.schedule = sh.result.run.schedule.Encode();
-          // As its replay hint will show it: the saved (shrunk) schedule when there is one and
-          // it fails first with it, else the seed's run.
-          const Finding& shown =
-              !a.save_dir.empty() && sh.first_matches ? sh.result.findings.front() : f;
-          x.thread_name = shown.thread_name;
-          x.type = shown.type;
-          x.message = shown.message;
-          x.words = shown.words;
-          x.silent = shown.silent;
-          x.first = &f == &r.findings.front();
-          if (!sh.first_matches && !sh.result.findings.empty()) {
-            const Finding& first = sh.result.findings.front();
-            x.note = fmt::format("this schedule fails first with {} at step {}; this failure "
-                                 "follows at step {}",
-                                 first.code, first.step, f.step);
-          }
-          kept.insert_or_assign(sig, std::move(sh.result));
-          if (seen != index.end()) {
-            ft.failures[seen->second] = std::move(x);
-          } else {
-            index[sig] = ft.failures.size();
-            ft.failures.push_back(std::move(x));
-          }
-        }
-      }
-      if (progress && elapsed() - last_progress >= 0.25) {
-        last_progress = elapsed();
-        const double rate = static_cast<double>(ft.runs) / std::max(elapsed(), 1e-9);
-        const double left = *seconds > 0 ? *seconds - elapsed()
-                                         : static_cast<double>(a.runs - ft.runs) / std::max(rate, 1e-9);
-        std::fprintf(stderr, "\r%s: %llu runs (%.0f/s), %llu failing, %zu distinct, %.0f s left   ",
-                     path.c_str(), static_cast<unsigned long long>(ft.runs), rate,
-                     static_cast<unsigned long long>(ft.failing), ft.failures.size(), std::max(left, 0.0));
-      }
+      kept[c.signature] = &sh.result;
+      ft.failures.push_back(std::move(x));
     }
     if (progress) std::fprintf(stderr, "\r\033[K");
     any |= !ft.failures.empty();
@@ -739,7 +721,7 @@ int RunFuzz(const FuzzArgs& a) {
       size_t n = 0;
       for (FuzzFailure& x : ft.failures) {
         x.schedule_file = fmt::format("{}/{}-{}-{}.sched", a.save_dir, stem, FileSafe(a.c.fix), ++n);
-        const ReplayResult& keep = kept.at(x.signature);
+        const ReplayResult& keep = *kept.at(x.signature);
         if (auto s = SaveSchedule(keep, x.schedule_file, path, a.c, std::nullopt,
                                   x.signature + (x.note.empty() ? "" : " (" + x.note + ")"));
             !s)
@@ -998,6 +980,12 @@ void RegisterReplayCommands(CLI::App& app, CommandTable& table) {
                 "cover the seeds once. 'auto' reads K from JOB_COMPLETION_INDEX or SLURM_ARRAY_TASK_ID "
                 "and N from SLURM_ARRAY_TASK_COUNT or RERACE_SHARDS ('auto/N' gives N)")
       ->check(flags::ShardSpec());
+  f->add_option("--jobs", fa->jobs,
+                "Worker threads, each running its share of the seeds; the report is the one a "
+                "single job gives for the same seeds (0: the cores available). The python engine "
+                "runs one")
+      ->default_val(0)
+      ->check(flags::Count(0, 4096));
   AddCommon(f, fa->c, true);
   table.Add(f, [fa] { return RunFuzz(*fa); });
 
