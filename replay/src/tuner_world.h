@@ -72,6 +72,12 @@ struct TunerState {
   sim::Mutex key_lock;
   std::vector<std::unique_ptr<sim::Promise<int32_t>>> futures;
   std::vector<std::optional<sim::Future<int32_t>>> future_of;
+  // Triton's disk cache (check_disk_cache, from 3.4), when the recording says the tuner used
+  // it (the probe's `cache_results`), else null: the file of each key id, the best config it
+  // holds (-1: no file), written by `thread` from the timings of `key`. One per recorded tuner
+  // (its kernel's cache directory), shared by per-thread copies of the tuner. Starts empty
+  // (the recording does not say what the cache directory held).
+  sim::Shared<std::vector<Owned>>* disk = nullptr;
 };
 
 // The finding a run's scheduler failure stands for (deadlock, step bound, divergence, an
@@ -209,6 +215,7 @@ class TunerWorld {
   std::vector<std::vector<std::string>> keys_;  // per tuner index: key strings
   std::map<uint64_t, size_t> tuner_index_;      // tuner identity → index
   std::map<std::pair<size_t, uint32_t>, std::unique_ptr<TunerState>> states_;  // (tuner, owner)
+  std::map<size_t, std::unique_ptr<sim::Shared<std::vector<Owned>>>> disks_;  // tuner → disk
   std::map<std::string, std::unique_ptr<sim::Mutex>> fix_locks_;
   std::map<uint64_t, std::unique_ptr<sim::Mutex>> recorded_locks_;
   std::map<std::pair<uint32_t, uint64_t>, Nanos> streams_;  // (device, stream) → ready

@@ -34,7 +34,8 @@ std::set<std::string> KindsOver(const Program& p, const std::string& model, uint
 
 TEST(ModelRegistry, NamesEveryModelOnce) {
   const std::vector<std::string>& names = ModelNames();
-  EXPECT_EQ(names, (std::vector<std::string>{"triton", "triton-3.8", "fla", "native"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"triton", "triton-3.4", "triton-3.8", "triton-3.9",
+                                             "fla", "native"}));
 }
 
 TEST(ModelRegistry, ChoosesByTunerClassThenRecordedTritonVersion) {
@@ -49,6 +50,10 @@ TEST(ModelRegistry, ChoosesByTunerClassThenRecordedTritonVersion) {
       {{"triton.runtime.autotuner.Autotuner"}, R"({"triton": "3.8.0"})", "triton-3.8"},
       {{"triton.runtime.autotuner.Autotuner"}, R"({"triton": "3.8.2", "fla": null})", "triton-3.8"},
       {{"triton.runtime.autotuner.Autotuner"}, R"({"triton": null})", "triton"},
+      {{"triton.runtime.autotuner.Autotuner"}, R"({"triton": "3.4.0"})", "triton-3.4"},
+      {{"triton.runtime.autotuner.Autotuner"}, R"({"triton": "3.9.0"})", "triton-3.9"},
+      {{"triton.runtime.autotuner.Autotuner"}, R"({"triton": "3.5.1"})", "triton"},  // = 3.6
+      {{"triton.runtime.autotuner.Autotuner"}, R"({"triton": "3.10.0"})", "triton"},
       {{"triton.runtime.autotuner.Autotuner", "fla.ops.utils.cache.CachedAutotuner"},
        R"({"triton": "3.8.0"})", "fla"},
       {{"rerace.kernels.Autotuner"}, "", "native"},
@@ -100,6 +105,129 @@ TEST(Triton38Model, LabelsAreTriton38Lines) {
                 w == "triton/runtime/autotuner.py:244 in benchmark");
   }
   EXPECT_TRUE(wheres.count("triton/runtime/autotuner.py:78 in _post_hook"));
+}
+
+// Where each release's model says its failures happen: that release's lines (the step table's
+// check, tools/scripts/step-table.py, ties the labels to the wheels' sources).
+TEST(ReleaseModels, FindingsAreAtTheirReleasesLines) {
+  struct Case {
+    const char* model;
+    bool key_error;           // 3.2-3.6 raise KeyError in the post-hook; 3.8+ skip the copy
+    const char* post_hook;    // where the KeyError or missed restore is
+    std::set<std::string> wheres;  // every place a finding may be
+  };
+  const Case cases[] = {
+      {"triton-3.4", true, "triton/runtime/autotuner.py:70 in _post_hook",
+       {"triton/runtime/autotuner.py:70 in _post_hook", "triton/runtime/autotuner.py:139 in _bench",
+        "triton/runtime/autotuner.py:215 in run", "triton/runtime/autotuner.py:232 in benchmark"}},
+      {"triton-3.9", false, "triton/runtime/autotuner.py:93 in _post_hook",
+       {"triton/runtime/autotuner.py:93 in _post_hook", "triton/runtime/autotuner.py:94 in _post_hook",
+        "triton/runtime/autotuner.py:163 in _bench", "triton/runtime/autotuner.py:236 in run",
+        "triton/runtime/autotuner.py:259 in benchmark"}},
+  };
+  const Program p = testing::LoadSample("triton-none-h200.rrt");
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.model);
+    ReplayOptions o;
+    o.model = c.model;
+    Replayer rep(p, o);
+    std::set<std::string> wheres;
+    bool key_error = false;
+    for (uint64_t s = 1; s <= 12; ++s) {
+      sim::RandomWalk w(s);
+      for (const Finding& f : rep.Run(w).findings) {
+        wheres.insert(f.where);
+        key_error |= f.type == "KeyError";
+      }
+    }
+    EXPECT_EQ(key_error, c.key_error);
+    EXPECT_TRUE(wheres.count(c.post_hook));
+    for (const std::string& w : wheres) EXPECT_TRUE(c.wheres.count(w)) << w;
+  }
+}
+
+// The H200 recording with the tuner's `cache_results` as the probe records it, and (keys > 1)
+// its threads split over `keys` tuning keys, without hooks (no KeyError ends a thread before
+// its disk write).
+Program WithDiskCache(int keys) {
+  Program p = testing::LoadSample("triton-none-h200.rrt");
+  for (const TunerCall& c : p.calls)
+    p.tuner_meta[c.tuner] = R"({"triton": "3.4.0", "cache_results": true})";
+  for (size_t i = 0; i < p.calls.size(); ++i) {
+    p.calls[i].restore_value.clear();
+    if (keys > 1) p.calls[i].key += "-" + std::to_string(i % static_cast<size_t>(keys));
+  }
+  return p;
+}
+
+struct DiskRuns {
+  size_t duplicates = 0;
+  std::set<std::string> codes;
+};
+
+DiskRuns RunSeeds(const Program& p, const std::string& model, uint64_t seeds) {
+  ReplayOptions o;
+  o.model = model;
+  Replayer rep(p, o);
+  DiskRuns out;
+  for (uint64_t s = 1; s <= seeds; ++s) {
+    sim::RandomWalk w(s);
+    const ReplayResult r = rep.Run(w);
+    out.duplicates += r.duplicates.size();
+    for (const Finding& f : r.findings) out.codes.insert(f.code);
+  }
+  return out;
+}
+
+// Triton 3.4's check_disk_cache with one tuner per thread (the per-thread-tuner fix) and the
+// calls made one at a time (a lock the program takes around them): the tuners share the
+// kernel's cache directory, so every thread after the first finds the file the first wrote and
+// loads it without benchmarking. Without `cache_results` every thread's tuner benchmarks.
+TEST(Triton34Model, ADiskHitSkipsBenchmarking) {
+  Program p = WithDiskCache(1);
+  for (ThreadProgram& tp : p.threads) {
+    std::vector<Op> ops;
+    for (const Op& op : tp.ops) {
+      Op lock;
+      lock.kind = Op::Kind::kLockAcquire;
+      lock.lock = 77;
+      lock.lock_name = "calls one at a time";
+      if (op.kind == Op::Kind::kTunerCall) ops.push_back(lock);
+      ops.push_back(op);
+      lock.kind = Op::Kind::kLockRelease;
+      if (op.kind == Op::Kind::kTunerCall) ops.push_back(lock);
+    }
+    tp.ops = std::move(ops);
+  }
+  auto tunings = [](const Program& prog) {
+    ReplayOptions o;
+    o.model = "triton-3.4";
+    o.fix = *ParseFix("per-thread-tuner");
+    Replayer rep(prog, o);
+    size_t n = 0;
+    for (uint64_t s = 1; s <= 12; ++s) {
+      sim::RandomWalk w(s);
+      for (const DuplicateTuning& d : rep.Run(w).duplicates) n += d.threads;
+    }
+    return n;
+  };
+  EXPECT_EQ(tunings(p), 0u);
+  p.tuner_meta.clear();
+  const auto workers = std::count_if(p.threads.begin(), p.threads.end(), [](const ThreadProgram& tp) {
+    return std::any_of(tp.ops.begin(), tp.ops.end(),
+                       [](const Op& op) { return op.kind == Op::Kind::kTunerCall; });
+  });
+  EXPECT_EQ(tunings(p), 12 * static_cast<size_t>(workers));
+}
+
+// Two keys: thread A's cache.put reads the shared self.configs_timings after thread B's
+// benchmark() of the other key set it: the file of A's key holds B's timings.
+TEST(Triton34Model, TheDiskFileCanHoldAnotherKeysTimings) {
+  const DiskRuns disk = RunSeeds(WithDiskCache(2), "triton-3.4", 24);
+  EXPECT_TRUE(disk.codes.count("disk-cache-wrong-timings"));
+  Program off = WithDiskCache(2);
+  off.tuner_meta.clear();
+  EXPECT_FALSE(RunSeeds(off, "triton-3.4", 24).codes.count("disk-cache-wrong-timings"));
 }
 
 }  // namespace

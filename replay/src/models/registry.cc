@@ -8,8 +8,10 @@
 namespace rerace::replay::detail {
 
 // Each model's file defines its accessor.
+const TunerModel& Triton34();
 const TunerModel& Triton36();
 const TunerModel& Triton38();
+const TunerModel& Triton39();
 const TunerModel& Fla();
 const TunerModel& Native();
 
@@ -33,7 +35,9 @@ struct Entry {
 // Order matters for `auto`: class-chosen rows first, in order; then the version rows.
 constexpr Entry kModels[] = {
     {.name = "triton", .model = Triton36, .stands_for = IsTriton, .triton = ""},
+    {.name = "triton-3.4", .model = Triton34, .stands_for = IsTriton, .triton = "3.4."},
     {.name = "triton-3.8", .model = Triton38, .stands_for = IsTriton, .triton = "3.8."},
+    {.name = "triton-3.9", .model = Triton39, .stands_for = IsTriton, .triton = "3.9."},
     {.name = "fla", .model = Fla, .stands_for = IsFla, .triton = nullptr},
     {.name = "native", .model = Native, .stands_for = IsNative, .triton = nullptr},
 };

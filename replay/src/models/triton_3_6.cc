@@ -110,7 +110,7 @@ void Triton36Model::RunBody(TunerWorld& w, uint32_t thread, const TunerCall& c, 
           [&](const std::vector<int32_t>& v) { return v[static_cast<size_t>(key)] >= 0; },
           L_.kRunCacheCheck);
       if (hit) return;
-      w.TuneMiss(c, st, key, [&] { return Benchmark(w, thread, c, st, key); });
+      w.TuneMiss(c, st, key, [&] { return Miss(w, thread, c, st, key); });
     });
     config = st.cache.ReadWith(
         [&](const std::vector<int32_t>& v) { return v[static_cast<size_t>(key)]; },

@@ -60,6 +60,12 @@ class Triton36Model : public TunerModel {
   // Autotuner.run from `self.nargs = ...` to `self.nargs = None`, on state `st`.
   void RunBody(TunerWorld& w, uint32_t thread, const TunerCall& c, uint32_t call,
                TunerState& st) const;
+  // A miss of `key` in self.cache: Benchmark here; a release with a disk cache checks it first
+  // (disk_cache.h). Returns the best config.
+  virtual int32_t Miss(TunerWorld& w, uint32_t thread, const TunerCall& c, TunerState& st,
+                       int32_t key) const {
+    return Benchmark(w, thread, c, st, key);
+  }
   // The benchmark() closure for `key`: every config's _bench, the cache update. Returns the
   // best config.
   int32_t Benchmark(TunerWorld& w, uint32_t thread, const TunerCall& c, TunerState& st,

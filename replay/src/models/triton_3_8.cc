@@ -2,10 +2,8 @@
 // 3.8.0 wheel). Model "triton-3.8"; chosen automatically for recordings of Triton 3.8.x.
 //
 // What differs from 3.6 for the steps rerace models:
-// - the post-hook iterates `self.restore_copies.items()` (line 78): one read of the dict, and a
-//   copy another thread's post-hook reset to {} is skipped: no KeyError, the in-parameter keeps
-//   what the benchmark wrote (`missed-restore`), or another thread's copy is restored
-//   (`wrong-restore`, line 79);
+// - the post-hook iterates `self.restore_copies.items()` (line 78; items_post_hook.h): no
+//   KeyError, a silent missed restore, or another thread's copy restored (line 79);
 // - the pre-hook clones only in-parameters that are not None (line 64; a recording's are not);
 // - every line moved (run 218-281, _bench 148, benchmark() 242-246).
 // Not modelled (the recording does not carry them): `prune_configs` leaving one config, which
@@ -46,9 +44,7 @@
 //   warmup:312 W nargs
 //   warmup:320 W nargs
 // end step-table
-#include <fmt/format.h>
-
-#include "triton_3_6.h"
+#include "items_post_hook.h"
 
 namespace rerace::replay::detail {
 
@@ -84,44 +80,10 @@ const Labels kTriton38Labels = {
     .pre_hook_writes_empty_copies = true,
 };
 constexpr const char* kWhereMissed = "triton/runtime/autotuner.py:78 in _post_hook";
-
-class Triton38Model final : public Triton36Model {
- public:
-  Triton38Model() : Triton36Model(kTriton38Labels) {}
-
- protected:
-  void PostHook(TunerWorld& w, uint32_t thread, const TunerCall& c, TunerState& st,
-                size_t config, const Nargs& n) const override {
-    // One read: the loop iterates the dict it found.
-    w.AnchorRead(thread, traces::TunerField::kRestoreCopies);
-    const Copies rc = w.ReadCopies(st, L_.kPostHookRead);
-    for (size_t i = 0; i < c.restore_value.size(); ++i) {
-      const std::string& name = c.arg_names[c.restore_value[i]];
-      if ((rc.present >> i & 1) == 0) {
-        w.Silent(thread, "missed-restore",
-                 fmt::format("thread {}'s post-hook found no saved copy of {} (thread {}'s "
-                             "post-hook reset restore_copies to {{}} at step {}) and skipped it: "
-                             "{} keeps what thread {}'s benchmark of config {} wrote",
-                             thread, name, rc.writer, rc.step, name, thread, config),
-                 kWhereMissed, rc.writer, rc.step);
-        continue;
-      }
-      if (rc.owner != n.thread) {
-        w.Silent(thread, "wrong-restore",
-                 fmt::format("thread {} restored thread {}'s saved copy of {} (cloned by thread "
-                             "{}'s pre-hook at step {}) into {} tensor",
-                             thread, rc.owner, name, rc.writer, rc.step,
-                             n.thread == thread ? std::string("its own")
-                                                : fmt::format("thread {}'s", n.thread)),
-                 L_.kWherePostHook, rc.writer, rc.step);
-      }
-    }
-  }
-};
 }  // namespace
 
 const TunerModel& Triton38() {
-  static const Triton38Model model;
+  static const ItemsPostHookModel model(kTriton38Labels, kWhereMissed);
   return model;
 }
 
