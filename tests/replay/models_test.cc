@@ -34,8 +34,8 @@ std::set<std::string> KindsOver(const Program& p, const std::string& model, uint
 
 TEST(ModelRegistry, NamesEveryModelOnce) {
   const std::vector<std::string>& names = ModelNames();
-  EXPECT_EQ(names, (std::vector<std::string>{"triton", "triton-3.4", "triton-3.8", "triton-3.9",
-                                             "fla", "native"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"triton", "triton-3.2", "triton-3.4", "triton-3.8",
+                                             "triton-3.9", "fla", "native"}));
 }
 
 TEST(ModelRegistry, ChoosesByTunerClassThenRecordedTritonVersion) {
@@ -50,6 +50,7 @@ TEST(ModelRegistry, ChoosesByTunerClassThenRecordedTritonVersion) {
       {{"triton.runtime.autotuner.Autotuner"}, R"({"triton": "3.8.0"})", "triton-3.8"},
       {{"triton.runtime.autotuner.Autotuner"}, R"({"triton": "3.8.2", "fla": null})", "triton-3.8"},
       {{"triton.runtime.autotuner.Autotuner"}, R"({"triton": null})", "triton"},
+      {{"triton.runtime.autotuner.Autotuner"}, R"({"triton": "3.2.0"})", "triton-3.2"},
       {{"triton.runtime.autotuner.Autotuner"}, R"({"triton": "3.4.0"})", "triton-3.4"},
       {{"triton.runtime.autotuner.Autotuner"}, R"({"triton": "3.9.0"})", "triton-3.9"},
       {{"triton.runtime.autotuner.Autotuner"}, R"({"triton": "3.5.1"})", "triton"},  // = 3.6
@@ -117,6 +118,9 @@ TEST(ReleaseModels, FindingsAreAtTheirReleasesLines) {
     std::set<std::string> wheres;  // every place a finding may be
   };
   const Case cases[] = {
+      {"triton-3.2", true, "triton/runtime/autotuner.py:82 in _post_hook",
+       {"triton/runtime/autotuner.py:82 in _post_hook", "triton/runtime/autotuner.py:145 in _bench",
+        "triton/runtime/autotuner.py:174 in run", "triton/runtime/autotuner.py:190 in run"}},
       {"triton-3.4", true, "triton/runtime/autotuner.py:70 in _post_hook",
        {"triton/runtime/autotuner.py:70 in _post_hook", "triton/runtime/autotuner.py:139 in _bench",
         "triton/runtime/autotuner.py:215 in run", "triton/runtime/autotuner.py:232 in benchmark"}},

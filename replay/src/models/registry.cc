@@ -8,6 +8,7 @@
 namespace rerace::replay::detail {
 
 // Each model's file defines its accessor.
+const TunerModel& Triton32();
 const TunerModel& Triton34();
 const TunerModel& Triton36();
 const TunerModel& Triton38();
@@ -35,6 +36,7 @@ struct Entry {
 // Order matters for `auto`: class-chosen rows first, in order; then the version rows.
 constexpr Entry kModels[] = {
     {.name = "triton", .model = Triton36, .stands_for = IsTriton, .triton = ""},
+    {.name = "triton-3.2", .model = Triton32, .stands_for = IsTriton, .triton = "3.2."},
     {.name = "triton-3.4", .model = Triton34, .stands_for = IsTriton, .triton = "3.4."},
     {.name = "triton-3.8", .model = Triton38, .stands_for = IsTriton, .triton = "3.8."},
     {.name = "triton-3.9", .model = Triton39, .stands_for = IsTriton, .triton = "3.9."},
