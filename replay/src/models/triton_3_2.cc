@@ -69,6 +69,7 @@ const Labels kTriton32Labels = {
     .none_in_benchmark = "'NoneType' object is not a mapping",
     .none_in_bench = "'NoneType' object is not a mapping",
     .where_reset = "triton/runtime/autotuner.py:69 in _pre_hook",
+    .pre_hook_writes_empty_copies = true,
 };
 }  // namespace
 

@@ -71,6 +71,7 @@ const Labels kTriton34Labels = {
     .none_in_benchmark = "'NoneType' object is not a mapping",
     .none_in_bench = "'NoneType' object is not a mapping",
     .where_reset = "triton/runtime/autotuner.py:57 in _pre_hook",
+    .pre_hook_writes_empty_copies = true,
 };
 const DiskLabels kTriton34Disk = {
     .kGetFile = "autotuner.py:192 check_disk_cache: path = cache.get_file(file_name)",

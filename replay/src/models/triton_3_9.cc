@@ -81,6 +81,7 @@ const Labels kTriton39Labels = {
     .none_in_benchmark = "'NoneType' object is not a mapping",
     .none_in_bench = "'NoneType' object is not a mapping",
     .where_reset = "triton/runtime/autotuner.py:77 in _pre_hook",
+    .pre_hook_writes_empty_copies = true,
 };
 const DiskLabels kTriton39Disk = {
     .kGetFile = "autotuner.py:213 check_disk_cache: path = cache.get_file(file_name)",
