@@ -1,6 +1,8 @@
 // replay/src/check.cc: the verdict of a fix.
 #include "rerace/replay/check.h"
 
+#include <fmt/format.h>
+
 #include <memory>
 
 #include "rerace/sim/explore.h"
@@ -14,6 +16,11 @@ void Costs(const Program& program, const ReplayOptions& options, Replayer& rep, 
   v.makespan_fix = with_fix.makespan;
   if (with_fix.failed()) v.fix_timed_failure = with_fix.findings.front().code;
   v.duplicates_fix = with_fix.duplicates;
+  v.cost.fix = options.fix.name.empty() ? "none" : options.fix.name;
+  v.cost.priced = !with_fix.failed();
+  v.cost.failure = v.fix_timed_failure;
+  v.cost.step_ns = with_fix.makespan;
+  v.cost.terms = with_fix.cost;
   ReplayOptions none = options;
   none.fix = Fix{};
   none.patches.clear();  // python engine: the stock code, as installed
@@ -22,13 +29,30 @@ void Costs(const Program& program, const ReplayOptions& options, Replayer& rep, 
   const ReplayResult without = base.Run(timed_none);
   v.makespan_none = without.makespan;
   if (without.failed()) v.none_timed_failure = without.findings.front().code;
+  ReplayResult recorded;
   if (options.engine == "python") {
     // The recorded order is followed by the model (the real code does not anchor to it).
     ReplayOptions model = none;
     model.engine = "model";
-    v.makespan_recorded = Replayer(program, model).RunRecorded().makespan;
+    recorded = Replayer(program, model).RunRecorded();
   } else {
-    v.makespan_recorded = base.RunRecorded().makespan;
+    recorded = base.RunRecorded();
+  }
+  v.makespan_recorded = recorded.makespan;
+  // The baseline: the stock code where it does not fail. The serial schedule (each thread
+  // runs to its end before the next starts: no interleaving, so no race), else the recorded
+  // interleaving when it replays cleanly, else none.
+  sim::RoundRobin serial(UINT64_MAX);
+  const ReplayResult one_by_one = base.Run(serial);
+  if (!one_by_one.failed()) {
+    v.cost.baseline = {"serial", one_by_one.makespan, ""};
+  } else if (!recorded.failed() && recorded.left_recording == 0) {
+    v.cost.baseline = {"recorded", recorded.makespan, ""};
+  } else {
+    v.cost.baseline.failure = fmt::format(
+        "serial: {}; recorded: {}", one_by_one.findings.front().code,
+        recorded.failed() ? recorded.findings.front().code
+                          : fmt::format("{} recorded transitions not reached", recorded.left_recording));
   }
 }
 }  // namespace

@@ -7,6 +7,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <tuple>
 #include <unordered_map>
 
 namespace rerace::replay {
@@ -18,6 +19,110 @@ Nanos MsToNs(double ms) {
   if (!(ms > 0)) return 0;  // also NaN and inf (a config that failed to compile)
   const double ns = ms * 1e6;
   return ns > 1e15 ? static_cast<Nanos>(1e15) : static_cast<Nanos>(ns);
+}
+// Devices on which the recording shows GPU work of two streams running at once.
+std::set<uint32_t> OverlappingDevices(const Trace& trace) {
+  std::unordered_map<uint32_t, std::pair<uint32_t, uint64_t>> where;  // correlation → device, stream
+  for (const Event& e : trace.events) {
+    if (e.kind == EventKind::kLaunch) {
+      const LaunchShape& sh = trace.shapes[e.shape];
+      where[e.correlation] = {sh.device, sh.stream};
+    } else if (e.kind == EventKind::kMemOp) {
+      where[e.correlation] = {e.device, e.stream};
+    }
+  }
+  struct Interval {
+    uint64_t start, end, stream;
+  };
+  std::map<uint32_t, std::vector<Interval>> by_device;
+  for (const Event& e : trace.events) {
+    if (e.kind != EventKind::kActivity || e.gpu_start_ns == 0 || e.gpu_end_ns <= e.gpu_start_ns) continue;
+    const auto it = where.find(e.correlation);
+    if (it == where.end()) continue;
+    by_device[it->second.first].push_back({e.gpu_start_ns, e.gpu_end_ns, it->second.second});
+  }
+  std::set<uint32_t> out;
+  for (auto& [device, list] : by_device) {
+    std::sort(list.begin(), list.end(), [](const Interval& a, const Interval& b) {
+      return a.start != b.start ? a.start < b.start : a.stream < b.stream;
+    });
+    uint64_t end = 0, stream = 0;
+    for (const Interval& i : list) {
+      if (i.start < end && i.stream != stream) {
+        out.insert(device);
+        break;
+      }
+      if (i.end > end) {
+        end = i.end;
+        stream = i.stream;
+      }
+    }
+  }
+  return out;
+}
+
+// Per thread, while building: what the calibration of the virtual CPU needs.
+struct Clock {
+  uint64_t last_end = 0;       // when the thread's previous op ended (its CPU time after it)
+  bool charge = false;         // whether the time since last_end was the thread's own CPU
+  uint64_t call_begin = 0;
+  uint64_t bench_begin = 0;
+  bool in_bench = false;
+  Nanos bench_gpu = 0;         // GPU work launched inside the current benchmark
+  Nanos bench_walls = 0;       // wall time of the current call's benchmarks
+  Nanos Gap(const Event& e) const { return charge && e.cpu_ns > last_end ? e.cpu_ns - last_end : 0; }
+  void End(const Event& e, bool own_cpu_after) {
+    last_end = e.cpu_ns;
+    charge = own_cpu_after;
+  }
+};
+// The virtual CPU's calibration: each config's trial time from the least contended recorded
+// benchmark of the same tuner, key and config (else tuner and config); each call's own CPU
+// time from the least of its tuner's calls; the GIL from the tuner classes and the probe.
+void Calibrate(Program& p, const std::vector<std::vector<std::pair<Nanos, Nanos>>>& bench_seen,
+               const std::vector<Nanos>& call_cpu) {
+  std::map<std::tuple<uint64_t, std::string, size_t>, std::pair<Nanos, Nanos>> by_key;
+  std::map<std::pair<uint64_t, size_t>, std::pair<Nanos, Nanos>> by_config;
+  std::map<uint64_t, Nanos> least_call;
+  auto keep = [](auto& m, const auto& k, std::pair<Nanos, Nanos> v) {
+    auto [it, fresh] = m.try_emplace(k, v);
+    if (!fresh && v.first < it->second.first) it->second = v;
+  };
+  for (size_t ci = 0; ci < p.calls.size(); ++ci) {
+    const TunerCall& c = p.calls[ci];
+    for (size_t i = 0; i < bench_seen[ci].size(); ++i) {
+      if (bench_seen[ci][i].first == 0) continue;
+      keep(by_key, std::tuple{c.tuner, c.key, i}, bench_seen[ci][i]);
+      keep(by_config, std::pair{c.tuner, i}, bench_seen[ci][i]);
+    }
+    if (call_cpu[ci] != UINT64_MAX) {
+      auto [it, fresh] = least_call.try_emplace(c.tuner, call_cpu[ci]);
+      if (!fresh) it->second = std::min(it->second, call_cpu[ci]);
+    }
+  }
+  for (TunerCall& c : p.calls) {
+    c.trial_gpu_ns.assign(c.configs.size(), 0);
+    c.trial_cpu_ns.assign(c.configs.size(), 0);
+    for (size_t i = 0; i < c.configs.size(); ++i) {
+      auto k = by_key.find({c.tuner, c.key, i});
+      std::pair<Nanos, Nanos> v{0, 0};
+      if (k != by_key.end()) {
+        v = k->second;
+      } else if (auto f = by_config.find({c.tuner, i}); f != by_config.end()) {
+        v = f->second;
+      }
+      c.trial_gpu_ns[i] = v.second;
+      c.trial_cpu_ns[i] = v.first > v.second ? v.first - v.second : 0;
+    }
+    if (auto it = least_call.find(c.tuner); it != least_call.end()) c.call_cpu_ns = it->second;
+  }
+  for (const std::string& cls : p.tuner_classes)
+    if (cls.rfind("rerace.kernels.", 0) != 0) p.gil = true;
+  for (const auto& [tuner, text] : p.tuner_meta) {
+    const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+    if (j.is_object() && j.contains("gil") && j["gil"].is_boolean() && !j["gil"].get<bool>())
+      p.gil = false;
+  }
 }
 }  // namespace
 
@@ -33,6 +138,7 @@ Result<Program> BuildProgram(const Trace& trace, const std::string& source) {
   for (const Event& e : trace.events)
     if (e.kind == EventKind::kActivity && e.gpu_start_ns != 0)
       duration[e.correlation] = e.gpu_end_ns - e.gpu_start_ns;
+  p.overlapping_devices = OverlappingDevices(trace);
 
   // One program per recorded thread, in the trace's thread order: replay's thread ids are the
   // trace's (what `rerace show` prints). A thread that did nothing replay models just ends.
@@ -45,6 +151,15 @@ Result<Program> BuildProgram(const Trace& trace, const std::string& source) {
   auto program_of = [&](uint32_t t) -> ThreadProgram& { return p.threads[t]; };
 
   std::vector<int64_t> open_call(trace.threads.size(), -1);  // per thread: call being recorded
+  std::vector<Clock> clock(trace.threads.size());
+  // Per call, per config: the benchmark's recorded wall time and GPU work (0: not benchmarked);
+  // per call: its CPU time outside benchmarks (UINT64_MAX: the call did not end).
+  std::vector<std::vector<std::pair<Nanos, Nanos>>> bench_seen;
+  std::vector<Nanos> call_cpu;
+  auto gpu_of = [&](uint32_t correlation) {
+    const auto it = duration.find(correlation);
+    return it == duration.end() ? Nanos{0} : it->second;
+  };
   auto bad = [&](const Event& e, const std::string& what) {
     return Error{fmt::format("{}: event {} (thread {}): {}", source, e.seq, e.thread, what),
                  kExitDataError};
@@ -77,6 +192,12 @@ Result<Program> BuildProgram(const Trace& trace, const std::string& source) {
           Op op;
           op.kind = Op::Kind::kTunerCall;
           op.seq = e.seq;
+          op.cpu_before_ns = clock[e.thread].Gap(e);
+          clock[e.thread].call_begin = e.cpu_ns;
+          clock[e.thread].bench_walls = 0;
+          clock[e.thread].in_bench = false;
+          bench_seen.emplace_back(c.configs.size(), std::pair<Nanos, Nanos>{0, 0});
+          call_cpu.push_back(UINT64_MAX);
           op.call = static_cast<uint32_t>(p.calls.size());
           tp.ops.push_back(op);
           p.calls.push_back(std::move(c));
@@ -96,16 +217,34 @@ Result<Program> BuildProgram(const Trace& trace, const std::string& source) {
         if (te.config >= static_cast<int32_t>(c.configs.size()) && te.kind != TunerKind::kPrune)
           return bad(e, fmt::format("config index {} of a call with {} configs", te.config,
                                     c.configs.size()));
+        Clock& ck = clock[e.thread];
+        const auto ci = static_cast<size_t>(open_call[e.thread]);
+        if (te.kind == TunerKind::kBenchBegin) {
+          ck.bench_begin = e.cpu_ns;
+          ck.bench_gpu = 0;
+          ck.in_bench = true;
+        }
         if (te.kind == TunerKind::kBenchEnd && te.config >= 0) {
           const auto i = static_cast<size_t>(te.config);
           if (!te.timings_ms.empty()) c.bench_ns[i] = MsToNs(te.timings_ms[0]);
           c.bench_reps[i] = te.repetitions;
+          if (ck.in_bench && e.cpu_ns >= ck.bench_begin) {
+            bench_seen[ci][i] = {e.cpu_ns - ck.bench_begin, ck.bench_gpu};
+            ck.bench_walls += e.cpu_ns - ck.bench_begin;
+          }
+          ck.in_bench = false;
         }
         if (te.kind == TunerKind::kError) {
           tp.failures.push_back({e.seq, te.error_type, te.error_message, te.error_where});
           open_call[e.thread] = -1;
+          ck.End(e, true);
         }
-        if (te.kind == TunerKind::kCallEnd) open_call[e.thread] = -1;
+        if (te.kind == TunerKind::kCallEnd) {
+          open_call[e.thread] = -1;
+          const Nanos wall = e.cpu_ns > ck.call_begin ? e.cpu_ns - ck.call_begin : 0;
+          call_cpu[ci] = wall > ck.bench_walls ? wall - ck.bench_walls : 0;
+          ck.End(e, true);
+        }
         break;
       }
       case EventKind::kLaunch: {
@@ -118,6 +257,7 @@ Result<Program> BuildProgram(const Trace& trace, const std::string& source) {
           TunerCall& c = p.calls[static_cast<size_t>(open_call[e.thread])];
           c.device = sh.device;
           c.stream = sh.stream;
+          if (clock[e.thread].in_bench) clock[e.thread].bench_gpu += d;
           if (!tp.transitions.empty() && tp.transitions.back().kind == TunerKind::kLaunch)
             c.launch_ns = d;
           break;
@@ -129,6 +269,8 @@ Result<Program> BuildProgram(const Trace& trace, const std::string& source) {
         op.stream = sh.stream;
         op.duration = d;
         op.kernel = trace.Str(sh.kernel);
+        op.cpu_before_ns = clock[e.thread].Gap(e);
+        clock[e.thread].End(e, true);  // the launch's own CPU time is in the next gap
         tp.ops.push_back(op);
         break;
       }
@@ -141,6 +283,8 @@ Result<Program> BuildProgram(const Trace& trace, const std::string& source) {
         op.sync = e.sync;
         op.device = e.device;
         op.stream = e.stream;
+        op.cpu_before_ns = clock[e.thread].Gap(e);
+        clock[e.thread].End(e, false);  // recorded at entry: what follows was waiting
         program_of(e.thread).ops.push_back(op);
         break;
       }
@@ -150,11 +294,32 @@ Result<Program> BuildProgram(const Trace& trace, const std::string& source) {
         op.seq = e.seq;
         op.lock = e.handle;
         op.lock_name = trace.Str(e.text);
+        op.cpu_before_ns = clock[e.thread].Gap(e);
+        clock[e.thread].End(e, e.lock != LockKind::kAcquire);  // an acquire may have waited
+        program_of(e.thread).ops.push_back(op);
+        break;
+      }
+      case EventKind::kMemOp: {
+        const Nanos d = gpu_of(e.correlation);
+        if (open_call[e.thread] >= 0) {
+          // do_bench's clones, copies and fills: part of the trial's GPU work.
+          if (clock[e.thread].in_bench) clock[e.thread].bench_gpu += d;
+          break;
+        }
+        if (d == 0) break;  // a host-side or untimed operation: in the CPU gaps
+        Op op;
+        op.kind = Op::Kind::kLaunch;
+        op.seq = e.seq;
+        op.device = e.device;
+        op.stream = e.stream;
+        op.duration = d;
+        op.kernel = "(memory operation)";
+        op.cpu_before_ns = clock[e.thread].Gap(e);
+        clock[e.thread].End(e, true);
         program_of(e.thread).ops.push_back(op);
         break;
       }
       case EventKind::kActivity:
-      case EventKind::kMemOp:
       case EventKind::kNvtx:
         break;
     }
@@ -183,6 +348,7 @@ Result<Program> BuildProgram(const Trace& trace, const std::string& source) {
       c.launch_ns = best;
     }
   }
+  Calibrate(p, bench_seen, call_cpu);
   return p;
 }
 

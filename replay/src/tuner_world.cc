@@ -40,7 +40,7 @@ TunerWorld::TunerWorld(sim::Scheduler& s, const Program& p, const ReplayOptions&
       owner_thread_(o.fix.owner_thread), prewarm_(o.fix.prewarm),
       anchors_(anchors),
       cursor_(p.threads.size(), 0), fields_recorded_(p.threads.size(), false),
-      reads_recorded_(p.threads.size(), false) {
+      reads_recorded_(p.threads.size(), false), gpu_(s, p) {
   for (size_t t = 0; t < p.threads.size(); ++t)
     for (const RecordedTransition& tr : p.threads[t].transitions) {
       if (tr.kind == TunerKind::kFieldWrite) fields_recorded_[t] = true;
@@ -126,6 +126,7 @@ uint32_t TunerWorld::Reps(uint32_t recorded) const {
 
 void TunerWorld::CountTuning(const TunerCall& c, int32_t key, uint32_t thread, Nanos gpu) {
   tunings_[{tuner_index_.at(c.tuner), key}].push_back({thread, gpu});
+  gpu_.CountTuning(c.configs.size(), gpu);
 }
 
 Nargs TunerWorld::ReadNargs(TunerState& st, const char* label) {
@@ -194,20 +195,23 @@ void TunerWorld::Raise(uint32_t thread, std::string code, std::string type, std:
 }
 
 void TunerWorld::Launch(uint32_t device, uint64_t stream, Nanos duration) {
-  // A stream runs its launches in order; a device runs one kernel at a time (kernels that
-  // fill the GPU; concurrent small kernels would overlap, so this bounds the cost from above).
-  Nanos& ready = streams_[{device, stream}];
-  Nanos& busy = devices_[device];
-  const Nanos start = std::max({ready, busy, s_.Now()});
-  ready = busy = start + duration;
-  s_.Advance(o_.launch_cpu_ns);
+  gpu_.Launch(device, stream, duration, false, o_.launch_cpu_ns);
 }
 
 void TunerWorld::Sync(uint32_t device, uint64_t stream, bool whole_device) {
-  Nanos until = 0;
-  for (const auto& [k, ready] : streams_)
-    if (k.first == device && (whole_device || k.second == stream)) until = std::max(until, ready);
-  s_.AdvanceTo(until);
+  gpu_.Sync(device, stream, whole_device);
+}
+
+void TunerWorld::Trial(const TunerCall& c, size_t config, uint32_t reps) {
+  // Recorded GPU work of the whole benchmark (kernels, clones, copies, fills), at least what
+  // do_bench measured; its CPU time (launches included) when the recording has it.
+  const uint32_t recorded = std::max<uint32_t>(c.bench_reps[config], 1);
+  const Nanos measured = c.bench_ns[config] * recorded;
+  const Nanos gpu = c.trial_gpu_ns.empty() ? measured : std::max(measured, c.trial_gpu_ns[config]);
+  const Nanos cpu = c.trial_cpu_ns.empty() ? 0 : c.trial_cpu_ns[config];
+  gpu_.Cpu(cpu / reps);
+  gpu_.Launch(c.device, c.stream, gpu / reps, true, cpu != 0 ? 0 : o_.launch_cpu_ns);
+  gpu_.Sync(c.device, c.stream, false);
 }
 
 void TunerWorld::Spawn() {
@@ -226,14 +230,18 @@ void TunerWorld::RunThread(uint32_t t) {
   if (prewarm_thread_ != UINT32_MAX) s_.Join(prewarm_thread_);
   const ThreadProgram& tp = p_.threads[t];
   try {
+    bool calibrated = false;
+    for (const Op& op : tp.ops) calibrated |= op.cpu_before_ns != 0;
     for (const Op& op : tp.ops) {
       AnchorOp(t, op.seq);
+      gpu_.Cpu(op.cpu_before_ns, true);
       switch (op.kind) {
         case Op::Kind::kTunerCall:
           Call(t, op.call);
           break;
         case Op::Kind::kLaunch:
-          Launch(op.device, op.stream, op.duration);
+          // A calibrated trace has the launch's CPU time in the gap after it.
+          gpu_.Launch(op.device, op.stream, op.duration, false, calibrated ? 0 : o_.launch_cpu_ns);
           break;
         case Op::Kind::kSync:
           Sync(op.device, op.stream, op.sync == traces::SyncKind::kContext);
@@ -275,6 +283,7 @@ void TunerWorld::RunPrewarm() {
   for (uint32_t i = 0; i < p_.calls.size(); ++i) {
     if (!done.insert({p_.calls[i].tuner, p_.calls[i].key}).second) continue;
     try {
+      gpu_.Cpu(p_.calls[i].call_cpu_ns, true);
       model_.Run(*this, self, p_.calls[i], i);
     } catch (PyError& e) {
       findings_.push_back(std::move(e.finding));
@@ -296,6 +305,7 @@ void TunerWorld::RunOwner(uint32_t device) {
     q.pending.erase(q.pending.begin());
     q.m.Unlock("owner: take work");
     try {
+      gpu_.Cpu(p_.calls[r->call].call_cpu_ns, true);
       model_.Run(*this, self, p_.calls[r->call], r->call);
     } catch (PyError& e) {
       findings_.push_back(std::move(e.finding));
@@ -317,7 +327,10 @@ void TunerWorld::Call(uint32_t thread, uint32_t call) {
     f.Get("wait for owner");
     return;
   }
-  Locked(LockFor(Region::kRun), "lock around Autotuner.run", [&] { model_.Run(*this, thread, c, call); });
+  Locked(LockFor(Region::kRun), "lock around Autotuner.run", [&] {
+    gpu_.Cpu(c.call_cpu_ns, true);
+    model_.Run(*this, thread, c, call);
+  });
 }
 
 std::optional<Finding> SchedulerFinding(const sim::RunResult& run) {
@@ -360,8 +373,7 @@ void TunerWorld::Finalize(ReplayResult& r) {
     for (size_t i = 1; i < list.size(); ++i) d.wasted_gpu_ns += list[i].second;
     r.duplicates.push_back(std::move(d));
   }
-  r.makespan = r.run.makespan;
-  for (const auto& [k, ready] : streams_) r.makespan = std::max(r.makespan, ready);
+  gpu_.Finalize(r.run, r.cost, r.makespan);
   r.left_recording = left_recording_;
 }
 

@@ -30,6 +30,7 @@
 
 #include "rerace/replay/replay.h"
 #include "rerace/sim/sync.h"
+#include "virtual_gpu.h"
 
 namespace rerace::replay::detail {
 
@@ -175,9 +176,12 @@ class TunerWorld {
                           std::string message, std::string where, std::string words,
                           uint32_t other = UINT32_MAX, uint64_t other_step = UINT64_MAX);
 
-  // The virtual GPU.
+  // The virtual GPU and CPU (virtual_gpu.h): a launch outside benchmarks (the final launch),
+  // a synchronization, and one do_bench repetition of `config` (of `reps` executed): its
+  // calibrated CPU time, its GPU work, the wait for it.
   void Launch(uint32_t device, uint64_t stream, Nanos duration);
   void Sync(uint32_t device, uint64_t stream, bool whole_device);
+  void Trial(const TunerCall& c, size_t config, uint32_t reps);
 
  private:
   // The bodies of the run's fibers: a recorded thread, the prewarm thread, a GPU's owner.
@@ -218,8 +222,7 @@ class TunerWorld {
   std::map<size_t, std::unique_ptr<sim::Shared<std::vector<Owned>>>> disks_;  // tuner → disk
   std::map<std::string, std::unique_ptr<sim::Mutex>> fix_locks_;
   std::map<uint64_t, std::unique_ptr<sim::Mutex>> recorded_locks_;
-  std::map<std::pair<uint32_t, uint64_t>, Nanos> streams_;  // (device, stream) → ready
-  std::map<uint32_t, Nanos> devices_;                       // device → busy until
+  VirtualGpu gpu_;
 
   std::vector<Finding> findings_;
   std::map<std::pair<size_t, int32_t>, std::vector<std::pair<uint32_t, Nanos>>> tunings_;

@@ -840,19 +840,17 @@ int RunCheck(const CheckArgs& a) {
     LeadWith(*v.counterexample, a.c.failure);
   }
   auto ms = [](Nanos n) { return static_cast<double>(n) / 1e6; };
-  const double ratio = v.makespan_none ? static_cast<double>(v.makespan_fix) /
-                                             static_cast<double>(v.makespan_none)
-                                       : 0.0;
   if (a.c.json) {
     std::printf("{\"trace\":\"%s\",\"fix\":\"%s\",\"failure\":\"%s\",\"verdict\":\"%s\",\"explored\":%llu,"
                 "\"makespan_fix_ns\":%llu,\"makespan_none_ns\":%llu,\"makespan_recorded_ns\":%llu,"
-                "\"counterexample\":%s%s}\n",
+                "\"cost\":%s,\"counterexample\":%s%s}\n",
                 JsonEscape(a.trace).c_str(), JsonEscape(a.c.fix).c_str(), JsonEscape(a.c.failure).c_str(),
                 !v.holds ? "fails" : no_preemption ? "inconclusive" : "holds",
                 static_cast<unsigned long long>(v.explored),
                 static_cast<unsigned long long>(v.makespan_fix),
                 static_cast<unsigned long long>(v.makespan_none),
                 static_cast<unsigned long long>(v.makespan_recorded),
+                v.holds ? CostJson(v.cost).c_str() : "null",
                 v.counterexample ? FormatJson(*v.counterexample, l->program).c_str() : "null",
                 a.c.races ? (",\"races\":" + RacesJson(v.races)).c_str() : "");
     return v.holds ? kExitOk : kExitFound;
@@ -917,15 +915,8 @@ int RunCheck(const CheckArgs& a) {
                                                                    : std::vector<Finding>{})
                                 .c_str(),
                             stdout);
-  auto fails = [](const std::string& code) {
-    return code.empty() ? std::string() : fmt::format(" (that run fails: {})", code);
-  };
-  std::printf("cost, as simulated step time under the timed strategy: %.3f ms with %s%s; %.3f ms "
-              "with none%s (%.2fx); the recorded interleaving replays in %.3f ms (recorded CPU "
-              "span %.3f ms)\n",
-              ms(v.makespan_fix), a.c.fix.c_str(), fails(v.fix_timed_failure).c_str(),
-              ms(v.makespan_none), fails(v.none_timed_failure).c_str(), ratio,
-              ms(v.makespan_recorded), ms(l->program.recorded_span_ns));
+  // A fix that fails has its failure, not a cost.
+  if (v.holds) std::printf("%s\n", FormatCost(v.cost).c_str());
   for (const DuplicateTuning& d : v.duplicates_fix)
     std::printf("warning: duplicate-tuning under this fix: %s key %s tuned by %u threads (%.3f ms "
                 "of GPU time wasted)\n",

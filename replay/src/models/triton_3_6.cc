@@ -186,7 +186,6 @@ void Triton36Model::Bench(TunerWorld& w, uint32_t thread, const TunerCall& c, Tu
   }
   const uint32_t recorded = std::max<uint32_t>(c.bench_reps[config], 1);
   const uint32_t reps = w.Reps(recorded);
-  const Nanos per_rep = c.bench_ns[config] * recorded / reps;
   const uint64_t all = c.restore_value.size() >= 64 ? ~0ull : (1ull << c.restore_value.size()) - 1;
   for (uint32_t r = 0; r < reps; ++r) {
     Locked(w.LockFor(Region::kHooks), "lock around the pre-hook", [&] {
@@ -198,8 +197,7 @@ void Triton36Model::Bench(TunerWorld& w, uint32_t thread, const TunerCall& c, Tu
       w.AnchorWrite(thread, traces::TunerField::kRestoreCopies);
       w.WriteCopies(st, {all, n.thread, 0, 0}, L_.kPreHookWrite);
     });
-    w.Launch(c.device, c.stream, per_rep);
-    w.Sync(c.device, c.stream, false);
+    w.Trial(c, config, reps);
     Locked(w.LockFor(Region::kHooks), "lock around the post-hook", [&] {
       w.Anchor(thread, TunerKind::kPostHook, static_cast<int32_t>(config));
       if (c.restore_value.empty()) return;

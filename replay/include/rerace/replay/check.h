@@ -29,6 +29,7 @@ struct Verdict {
   std::string none_timed_failure;     // the timed run without a fix failed: its code
   Nanos makespan_recorded = 0;
   std::vector<DuplicateTuning> duplicates_fix;  // under the fix, timed strategy
+  FixCost cost;                       // the fix's step time against the baseline (cost.h)
   std::vector<sim::Race> races;       // with options.detect_races: every distinct race of the
                                       // schedules explored
 };

@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,13 @@ struct TunerCall {
   std::vector<Nanos> bench_ns;          // per config: one repetition's recorded time
   std::vector<uint32_t> bench_reps;     // per config: recorded repetitions (do_bench)
   Nanos launch_ns = 0;                  // the final launch's recorded duration
+  // Calibration (virtual_gpu.h), per config, over all its do_bench repetitions: the GPU work
+  // the thread launched inside the benchmark (kernels, the trial's clones and copies, fills)
+  // and the rest of the benchmark's recorded wall time (CPU: Python, launches, allocation).
+  // From the least contended recorded benchmark of the same tuner, key and config; 0: none.
+  std::vector<Nanos> trial_gpu_ns;
+  std::vector<Nanos> trial_cpu_ns;
+  Nanos call_cpu_ns = 0;                // the call's CPU time outside benchmarks (least of the tuner's calls)
   uint32_t device = 0;
   uint64_t stream = 0;
 };
@@ -53,6 +61,8 @@ struct Op {
   uint64_t lock = 0;       // kLock*: identity
   std::string lock_name;
   uint64_t seq = 0;        // the recorded event it came from
+  Nanos cpu_before_ns = 0; // CPU time the thread spent before it, since its previous op ended
+                           // (0 after a synchronization or a lock: that time was waiting)
 };
 
 // One recorded tuner transition of a thread, in that thread's order.
@@ -83,6 +93,12 @@ struct Program {
   std::vector<std::string> tuner_classes;  // seen, in order of first call
   Nanos recorded_span_ns = 0;           // CPU time from the first to the last event
   bool truncated = false;
+  // The virtual CPU and GPU (virtual_gpu.h): Python tuners run their CPU work under the GIL
+  // (false when the probe says the interpreter ran without one, and for native tuners and
+  // traces without tuner calls); devices on which the recording shows kernels of different
+  // streams overlapping run their streams concurrently.
+  bool gil = false;
+  std::set<uint32_t> overlapping_devices;
   // Per tuner object: what the probe recorded about it at its first call (JSON, in the
   // call-begin mark's detail): kernel module and qualname, key names, Python version and GIL,
   // Triton and FLA versions, and what `run`, `_bench` and the fields resolved to at call time

@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "rerace/replay/fix.h"
+#include "rerace/replay/cost.h"
 #include "rerace/replay/program.h"
 #include "rerace/sim/race_detector.h"
 #include "rerace/sim/scheduler.h"
@@ -96,6 +97,7 @@ struct ReplayResult {
   std::vector<Finding> findings;          // by step
   std::vector<DuplicateTuning> duplicates;
   Nanos makespan = 0;                     // simulated step time
+  StepCost cost;                          // where it went (model engine)
   uint64_t left_recording = 0;            // --recorded: transitions the model could not match
   std::vector<sim::Race> races;           // with detect_races
   // What ran: "model", or the python engine's interpreter, mode, Triton and patches

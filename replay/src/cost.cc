@@ -1,0 +1,91 @@
+// replay/src/cost.cc: a run's terms in words, and a fix's cost line.
+#include "rerace/replay/cost.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace rerace::replay {
+
+namespace {
+double Ms(Nanos n) { return static_cast<double>(n) / 1e6; }
+}  // namespace
+
+std::vector<CostTerm> DominantTerms(const StepCost& c, size_t n) {
+  std::vector<CostTerm> all;
+  if (c.tuning_ns)
+    all.push_back({"tuning", c.tuning_ns,
+                   fmt::format("tuning: {} x {:.0f} configs x {:.3f} ms", c.tunings,
+                               static_cast<double>(c.configs) / std::max<double>(c.tunings, 1),
+                               Ms(c.tuning_ns) / static_cast<double>(std::max<uint64_t>(c.configs, 1)))});
+  if (c.blocked_ns)
+    all.push_back({"blocked", c.blocked_ns,
+                   fmt::format("{} blocked on other threads (locks, futures, an owner) for {:.3f} "
+                               "ms of its {:.3f} ms",
+                               c.critical, Ms(c.blocked_ns), Ms(c.critical_ns))});
+  if (c.kernel_ns)
+    all.push_back({"kernels", c.kernel_ns,
+                   fmt::format("kernels: {} x {:.3f} ms", c.launches,
+                               Ms(c.kernel_ns) / static_cast<double>(std::max<uint64_t>(c.launches, 1)))});
+  if (c.cpu_ns)
+    all.push_back({"cpu", c.cpu_ns,
+                   fmt::format("recorded CPU time between events: {} spans, {:.3f} ms", c.cpu_spans,
+                               Ms(c.cpu_ns))});
+  if (c.gil_wait_ns)
+    all.push_back({"gil", c.gil_wait_ns, fmt::format("waiting for the GIL: {:.3f} ms", Ms(c.gil_wait_ns))});
+  if (c.gpu_queue_ns)
+    all.push_back({"gpu-queue", c.gpu_queue_ns,
+                   fmt::format("kernels queued behind other threads' on the GPU: {:.3f} ms",
+                               Ms(c.gpu_queue_ns))});
+  std::stable_sort(all.begin(), all.end(), [](const CostTerm& a, const CostTerm& b) {
+    return a.ns != b.ns ? a.ns > b.ns : a.name < b.name;
+  });
+  if (all.size() > n) all.resize(n);
+  return all;
+}
+
+std::string Baseline::Words() const {
+  if (kind == "serial") return "the stock code on the serial schedule (threads one after another)";
+  if (kind == "recorded") return "the stock code in the recorded interleaving";
+  return "none";
+}
+
+std::string FormatCost(const FixCost& c) {
+  if (!c.priced)
+    return fmt::format("cost: none: with {} the timed schedule fails ({}), so it has no step time",
+                       c.fix, c.failure);
+  std::string terms;
+  for (const CostTerm& t : DominantTerms(c.terms, 3)) terms += (terms.empty() ? "" : "; ") + t.words;
+  const std::string because = terms.empty() ? "" : fmt::format(", because {}", terms);
+  std::string against;
+  if (c.baseline.kind.empty()) {
+    against = fmt::format("no baseline: the stock code fails on the serial schedule and in the "
+                          "recorded interleaving ({})",
+                          c.baseline.failure);
+  } else if (c.fix == "none") {
+    against = fmt::format("on the timed schedule; {} takes {:.3f} ms", c.baseline.Words(), Ms(c.baseline.ns));
+  } else {
+    const double pct = (c.Ratio() - 1.0) * 100.0;
+    against = fmt::format("on the timed schedule, {:.1f}% {} than the baseline, {} ({:.3f} ms)",
+                          std::abs(pct), pct >= 0 ? "more" : "less", c.baseline.Words(),
+                          Ms(c.baseline.ns));
+  }
+  return fmt::format("cost: with {} the step takes {:.3f} ms in simulation {}{}", c.fix,
+                     Ms(c.step_ns), against, because);
+}
+
+std::string CostJson(const FixCost& c) {
+  std::string terms;
+  for (const CostTerm& t : DominantTerms(c.terms, 3))
+    terms += fmt::format("{}{{\"term\":\"{}\",\"ms\":{:.3f},\"words\":\"{}\"}}", terms.empty() ? "" : ",",
+                         t.name, Ms(t.ns), t.words);
+  return fmt::format(
+      "{{\"fix\":\"{}\",\"step_ms\":{},\"failure\":{},\"baseline\":{{\"kind\":\"{}\",\"ms\":{}}},"
+      "\"ratio\":{},\"terms\":[{}]}}",
+      c.fix, c.priced ? fmt::format("{:.3f}", Ms(c.step_ns)) : "null",
+      c.priced ? "null" : fmt::format("\"{}\"", c.failure), c.baseline.kind.empty() ? "none" : c.baseline.kind,
+      c.baseline.kind.empty() ? "null" : fmt::format("{:.3f}", Ms(c.baseline.ns)),
+      c.priced && !c.baseline.kind.empty() ? fmt::format("{:.3f}", c.Ratio()) : "null", terms);
+}
+
+}  // namespace rerace::replay
