@@ -23,7 +23,6 @@ TunerState::TunerState(sim::Scheduler& s, const std::string& name, size_t keys)
       best_config(s, name + ".best_config"),
       configs_timings(s, name + ".configs_timings"),
       bench_time(s, name + ".bench_time"),
-      fla_cache(s, name + ".config_cache", std::vector<int32_t>(keys, -1)),
       key_lock(s, name + " key lock"),
       futures(keys),
       future_of(keys) {}

@@ -68,7 +68,6 @@ struct TunerState {
   sim::Shared<Owned> best_config;
   sim::Shared<Owned> configs_timings;
   sim::Shared<Owned> bench_time;
-  sim::Shared<std::vector<int32_t>> fla_cache;  // FLA's own config cache, by key id
   // lock-key-future: the futures by key id, guarded by key_lock.
   sim::Mutex key_lock;
   std::vector<std::unique_ptr<sim::Promise<int32_t>>> futures;

@@ -159,6 +159,24 @@ class CheckTest(unittest.TestCase):
             rc, out = run_main("--py-root", empty, "emit", "fake", "1.0", "fake/autotuner.py", "Autotuner")
             self.assertEqual(rc, st.SKIP)
 
+    def test_a_file_may_follow_two_releases_and_one_may_be_missing(self):
+        r = self.release(SOURCE)
+        model = r.model()
+        with open(model) as f:
+            text = f.read()
+        other = "// step-table: fake 2.0 fake/autotuner.py Autotuner\n//   run:14 W nargs\n// end step-table\n"
+        with open(model, "w") as f:
+            f.write(other + text)
+        errors = st.check_model(model, r.root)
+        self.assertEqual(errors, ["SKIP fake_1_0.cc: fake 2.0 is not installed under %s "
+                                  "(tools/scripts/python-envs.sh installs it)" % r.root])
+        rc, _ = run_main("--py-root", r.root, "--check", model)
+        self.assertEqual(rc, 0)
+
+    def test_a_mutating_method_is_a_store_into_the_field(self):
+        src = SOURCE.replace("        self.nargs = None\n", "        self.cache.pop(key, None)\n        self.nargs = None\n")
+        self.assertIn("run:23 M cache", st.table(src, "Autotuner"))
+
     def test_emit_prints_a_block_the_check_accepts(self):
         r = self.release(SOURCE)
         rc, out = run_main("--py-root", r.root, "emit", "fake", "1.0", "fake/autotuner.py", "Autotuner")

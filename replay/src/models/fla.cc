@@ -1,53 +1,61 @@
-// replay/src/models/fla.cc: FLA's CachedAutotuner over Triton 3.6's Autotuner. Model "fla".
+// replay/src/models/fla.cc: FLA's CachedAutotuner (fla/ops/utils/cache.py of fla-core 0.6.0,
+// the current release, and 0.5.2, the previous: the same steps for what rerace models) over
+// Triton 3.6's Autotuner. Model "fla"; chosen for a recorded tuner class of FLA's.
 //
-// CachedAutotuner.run looks its key up in its own config cache and, on a hit, loads the config
-// into Triton's cache; then `super().run()` (Triton 3.6's steps); then it stores the
-// best_config Triton left on the shared object as the config of its own key.
-#include <fmt/format.h>
-
-#include "triton_3_6.h"
+// What the real class does (read from both wheels; an earlier model of an invented
+// `config_cache` that stored `self.best_config` was wrong):
+// - `run` builds its key (no shared state), then, unless FLA_CACHE_MODE is "disabled" (the
+//   default when it is unset), checks `key not in self.cache` (line 372) and seeds
+//   `self.cache[key]` with a config from FLA's config files when it finds one (0.5.2 line 396;
+//   0.6.0 line 406, after early_config_prune may reject it: `self.cache.pop`, line 399); then
+//   `return super().run(*args, **kwargs)`: Triton's steps, and its race.
+// - It replaces Triton's default hooks with None-safe ones that still use the shared
+//   `self.restore_copies` (lines 353-365): the post-hook iterates `self.restore_copies.items()`
+//   (line 362), so, as Triton 3.8's, a copy another thread reset to {} is skipped: no KeyError,
+//   a silent missed or wrong restore (items_post_hook.h).
+// The model is the default mode (the probe does not record FLA_CACHE_MODE, nor whether FLA's
+// config directory holds the kernel's file): no cache seeding; Triton's steps are 3.6's (FLA
+// over another Triton release keeps that release's run but FLA's hooks).
+//
+// The steps of the releases (tools/scripts/step-table.py emits them from the wheels and checks
+// these blocks and every cache.py label against both; Triton's labels are 3.6's, checked in
+// triton_3_6.cc):
+// step-table: fla-core 0.5.2 fla/ops/utils/cache.py CachedAutotuner
+//   __init__._pre_hook:358 W restore_copies
+//   __init__._post_hook:362 R restore_copies
+//   __init__._post_hook:364 W restore_copies
+//   should_check_fla_cache:372 R cache
+//   maybe_load_cached_config:396 M cache
+// end step-table
+// step-table: fla-core 0.6.0 fla/ops/utils/cache.py CachedAutotuner
+//   __init__._pre_hook:358 W restore_copies
+//   __init__._post_hook:362 R restore_copies
+//   __init__._post_hook:364 W restore_copies
+//   should_check_fla_cache:372 R cache
+//   maybe_load_cached_config:399 M cache
+//   maybe_load_cached_config:406 M cache
+// end step-table
+#include "items_post_hook.h"
 
 namespace rerace::replay::detail {
 
-using traces::TunerKind;
-
 namespace {
-constexpr const char* kFlaCheck = "fla CachedAutotuner.run: if key in self.config_cache";
-constexpr const char* kFlaLoad = "fla CachedAutotuner.run: self.cache[key] = cached config";
-constexpr const char* kFlaBest = "fla CachedAutotuner.run: best = self.best_config";
-constexpr const char* kFlaStore = "fla CachedAutotuner.run: self.config_cache[key] = best";
-
-class FlaModel final : public Triton36Model {
- public:
-  FlaModel() : Triton36Model(Triton36Labels()) {}
-
-  void Run(TunerWorld& w, uint32_t thread, const TunerCall& c, uint32_t call) const override {
-    TunerState& st = w.StateFor(thread, c);
-    const auto own_key = static_cast<size_t>(w.KeyId(c, c.key));
-    w.Anchor(thread, TunerKind::kCallBegin, -1);
-    const int32_t cached = st.fla_cache.ReadWith(
-        [&](const std::vector<int32_t>& v) { return v[own_key]; }, kFlaCheck);
-    const bool hit = cached >= 0;
-    if (hit) st.cache.Update([&](std::vector<int32_t>& v) { v[own_key] = cached; }, kFlaLoad);
-    RunBody(w, thread, c, call, st);
-    if (!hit) {
-      const Owned best = st.best_config.Read(kFlaBest);
-      if (best.thread != thread && best.key != static_cast<int32_t>(own_key)) {
-        w.Silent(thread, "config-mismatch",
-                 fmt::format("thread {}'s CachedAutotuner stored thread {}'s best_config (tuned "
-                             "for another key) as the config of key {}",
-                             thread, best.thread, c.key),
-                 "fla CachedAutotuner.run");
-      }
-      st.fla_cache.Update([&](std::vector<int32_t>& v) { v[own_key] = best.value; }, kFlaStore);
-    }
-    w.Anchor(thread, TunerKind::kCallEnd, -1);
-  }
-};
+constexpr const char* kWhereMissed = "fla/ops/utils/cache.py:362 in _post_hook";
 }  // namespace
 
 const TunerModel& Fla() {
-  static const FlaModel model;
+  // Triton 3.6's run, FLA's hooks. (Triton36Labels() is constant-initialized.)
+  static const Labels labels = [] {
+    Labels l = Triton36Labels();
+    l.kPreHookWrite = "cache.py:358 _pre_hook: self.restore_copies = {n: kw[n].clone() for n in "
+                      "self.restore_value if kw[n] is not None}";
+    l.kPostHookRead = "cache.py:362 _post_hook: for n, copy in self.restore_copies.items()";
+    l.kPostHookReset = "cache.py:364 _post_hook: self.restore_copies = {}";
+    l.kWherePostHook = "fla/ops/utils/cache.py:363 in _post_hook";
+    l.where_reset = "fla/ops/utils/cache.py:356 in _pre_hook";
+    return l;
+  }();
+  static const ItemsPostHookModel model(labels, kWhereMissed);
   return model;
 }
 
