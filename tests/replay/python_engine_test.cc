@@ -1,6 +1,6 @@
 // The real-code engine (--engine python): the installed Triton's own Autotuner, with the
 // user's patch, run one thread at a time under rerace's scheduler. Runs the brief's H200
-// recording (eight threads, one l2norm kernel, a cold cache) through Triton 3.4, 3.6, 3.8 and
+// recording (eight threads, one l2norm kernel, a cold cache) through Triton 3.2, 3.4, 3.6, 3.8 and
 // 3.9 from PyPI on this CPU and asserts each release's own failure; the shipped fix patches;
 // a patch that deadlocks; determinism; GIL against free-threaded switch points.
 //
@@ -191,7 +191,7 @@ TEST(PythonEngine, MissingOrBrokenPatchIsAOneLineError) {
 // Each release's own failure on the brief's experiment (issue 14's table, docs/FIDELITY.md).
 struct Release {
   const char* triton;
-  bool key_error;  // the post-hook raises KeyError: 'y_ptr' (3.4, 3.6); 3.8+ skip a missing copy
+  bool key_error;  // the post-hook raises KeyError: 'y_ptr' (3.2-3.6); 3.8+ skip a missing copy
 };
 
 void PrintTo(const Release& r, std::ostream* os) { *os << "Triton " << r.triton; }
@@ -225,7 +225,8 @@ TEST_P(PythonEngineRelease, RaisesItsOwnFailure) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Releases, PythonEngineRelease,
-                         ::testing::Values(Release{"3.4.0", true}, Release{"3.6.0", true},
+                         ::testing::Values(Release{"3.2.0", true}, Release{"3.4.0", true},
+                                           Release{"3.6.0", true},
                                            Release{"3.8.0", false}, Release{"3.9.0", false}),
                          [](const auto& param_info) {
                            std::string n = std::string("Triton") + param_info.param.triton;
