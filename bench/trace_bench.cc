@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdio>
 #include <string>
+#include <vector>
 
 #include <capnp/message.h>
 #include <capnp/serialize-packed.h>
@@ -29,7 +30,25 @@ struct Row {
   uint64_t unpacked_bytes;
   double write_s;
   double read_s;
+  double stream_s;  // TraceStream: chunk by chunk, nothing kept
 };
+
+// The same file through TraceStream (every check, one chunk's events at a time).
+double Streamed(const std::string& path, uint64_t n) {
+  const auto t0 = Clock::now();
+  auto s = TraceStream::Open(path);
+  uint64_t seen = 0;
+  std::vector<Event> events;
+  std::vector<TunerEvent> tuners;
+  while (s) {
+    auto more = s->Next(events, tuners);
+    if (!more || !*more) break;
+    seen += events.size();
+  }
+  const auto t1 = Clock::now();
+  if (seen != n) std::fprintf(stderr, "streamed read back failed\n");
+  return Seconds(t0, t1);
+}
 
 // A launch-heavy step: 8 threads, 24 launch shapes, 1-5 us between launches, correlation ids
 // rising by 1-3 (other API calls take ids too), chunks of 64k events (the recorder flushes
@@ -63,7 +82,8 @@ Row Launches(uint64_t n, const std::string& path) {
   auto t = ReadTrace(path);
   const auto t2 = Clock::now();
   if (!t || t->events.size() != n) std::fprintf(stderr, "read back failed\n");
-  return {"launch", n, tw.bytes_written(), tw.unpacked_bytes(), Seconds(t0, t1), Seconds(t1, t2)};
+  return {"launch", n, tw.bytes_written(), tw.unpacked_bytes(), Seconds(t0, t1), Seconds(t1, t2),
+          Streamed(path, n)};
 }
 
 // Tuner transitions as the Triton probe emits them: pre/post hooks and field accesses with a
@@ -99,7 +119,8 @@ Row Tuners(uint64_t n, const std::string& path) {
   auto t = ReadTrace(path);
   const auto t2 = Clock::now();
   if (!t || t->events.size() != n) std::fprintf(stderr, "read back failed\n");
-  return {"tuner", n, tw.bytes_written(), tw.unpacked_bytes(), Seconds(t0, t1), Seconds(t1, t2)};
+  return {"tuner", n, tw.bytes_written(), tw.unpacked_bytes(), Seconds(t0, t1), Seconds(t1, t2),
+          Streamed(path, n)};
 }
 
 // The floor under any reader of this format: Cap'n Proto's packed decoding of every chunk,
@@ -128,15 +149,15 @@ int main() {
   const std::string dir = "/tmp";
   Row rows[] = {Launches(1'000'000, dir + "/rerace-bench-launch.rrt"),
                 Tuners(1'000'000, dir + "/rerace-bench-tuner.rrt")};
-  std::printf("| events | count | file bytes | bytes/event packed | bytes/event unpacked | write Mev/s | read Mev/s |\n");
-  std::printf("|---|---|---|---|---|---|---|\n");
+  std::printf("| events | count | file bytes | bytes/event packed | bytes/event unpacked | write Mev/s | read Mev/s | read streamed Mev/s |\n");
+  std::printf("|---|---|---|---|---|---|---|---|\n");
   for (const Row& r : rows) {
     const double n = static_cast<double>(r.events);
-    std::printf("| %s | %llu | %llu | %.2f | %.2f | %.2f | %.2f |\n", r.what,
+    std::printf("| %s | %llu | %llu | %.2f | %.2f | %.2f | %.2f | %.2f |\n", r.what,
                 static_cast<unsigned long long>(r.events),
                 static_cast<unsigned long long>(r.file_bytes),
                 static_cast<double>(r.file_bytes) / n, static_cast<double>(r.unpacked_bytes) / n,
-                n / r.write_s / 1e6, n / r.read_s / 1e6);
+                n / r.write_s / 1e6, n / r.read_s / 1e6, n / r.stream_s / 1e6);
   }
   uint64_t words = 0;
   const double unpack_s = UnpackOnly(dir + "/rerace-bench-launch.rrt", &words);

@@ -10,6 +10,8 @@
 #include <tuple>
 #include <unordered_map>
 
+#include "rerace/traces/reader.h"
+
 namespace rerace::replay {
 
 using namespace rerace::traces;
@@ -350,6 +352,23 @@ Result<Program> BuildProgram(const Trace& trace, const std::string& source) {
   }
   Calibrate(p, bench_seen, call_cpu);
   return p;
+}
+
+// Not streamed yet: BuildProgram needs each launch's and memory operation's GPU time when it
+// meets the launch (the calibration of the virtual GPU and CPU, OverlappingDevices), and the
+// activity record comes later in the trace; streaming it needs a first pass for those times.
+Result<Program> ReadProgram(const std::string& path, traces::Trace* read) {
+  auto trace = traces::ReadTrace(path);
+  if (!trace) return trace.error();
+  auto program = BuildProgram(*trace, path);
+  if (read != nullptr) {
+    trace->events.clear();
+    trace->events.shrink_to_fit();
+    trace->tuner_events.clear();
+    trace->tuner_events.shrink_to_fit();
+    *read = std::move(*trace);
+  }
+  return program;
 }
 
 std::vector<std::string> PatchedParts(const Program& p) {

@@ -67,9 +67,12 @@ TEST(HostileInput, DevicesAndFoldersAreRefusedBeforeReading) {
       {"replay /dev/zero", 66, "not a regular file"},
       {"check /tmp", 66, "/tmp: not a regular file (a directory)"},
       {"replay " + Sample() + " --schedule /dev/zero", 66, "/dev/zero: not a regular file"},
-      {"show " + SourcePath("traces/samples/native-call-local-h200.rrt"), 65,
-       "the limit; set RERACE_MAX_TRACE_MB"},
-      {"show " + SourcePath("traces/samples/triton-none-h200.rrt"), 65,
+      // export and replay read the whole trace: its memory and the file's size are limited.
+      // show streams it (MemoryLimitBoundsWhatIsHeldAtOnce).
+      {"export " + SourcePath("traces/samples/native-call-local-h200.rrt") + " -o " +
+           ::testing::TempDir() + "/limit.json", 65, "the limit; set RERACE_MAX_TRACE_MB"},
+      {"export " + SourcePath("traces/samples/triton-none-h200.rrt") + " -o " +
+           ::testing::TempDir() + "/limit.json", 65,
        "a file of 4 MiB; this rerace reads traces of at most 1 MiB"},
   };
   for (const Case& c : cases) {
@@ -77,6 +80,18 @@ TEST(HostileInput, DevicesAndFoldersAreRefusedBeforeReading) {
     const std::string env = c.code == 65 ? "RERACE_MAX_TRACE_MB=1" : "";
     ExpectOneLineError(RunRerace(c.args, env), c.code, c.fragment);
   }
+}
+
+// show streams: it holds the metadata and one chunk, not the trace; a limit that the whole
+// trace exceeds (export, above) still lets it read it all, and it prints what a whole read
+// gives.
+TEST(HostileInput, MemoryLimitBoundsWhatIsHeldAtOnce) {
+  const std::string t = SourcePath("traces/samples/native-call-local-h200.rrt");
+  const CliRun whole = RunRerace("show " + t);
+  const CliRun limited = RunRerace("show " + t, "RERACE_MAX_TRACE_MB=1");
+  EXPECT_EQ(limited.code, 0) << limited.out;
+  EXPECT_EQ(limited.out, whole.out);
+  EXPECT_NE(limited.out.find("complete: yes"), std::string::npos) << limited.out;
 }
 
 // Numbers that used to wrap (-1 as 2^64-1), saturate, or mean something else; durations that

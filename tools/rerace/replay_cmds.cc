@@ -144,20 +144,21 @@ struct Loaded {
 // --json): what follows covers only the events recorded before the cut. `check` refuses one
 // unless told otherwise (`refuse_truncated`).
 Result<Loaded> Load(const std::string& path, const Common& c, bool refuse_truncated = false) {
-  auto trace = traces::ReadTrace(path);
-  if (!trace) return trace.error();
-  if (trace->truncated && refuse_truncated)
+  // Streamed: the events are never all in memory, only the programs (replay/program.h).
+  traces::Trace trace;
+  auto program = ReadProgram(path, &trace);
+  if (!program) return program.error();
+  if (trace.truncated && refuse_truncated)
     return Error{fmt::format("{}: {}; a verdict on part of a run is not a verdict on the run: "
                              "pass --allow-truncated to check the {} events that are there",
-                             path, trace->truncation, trace->events.size()),
+                             path, trace.truncation, trace.event_count),
                  kExitDataError};
-  if (trace->truncated)
+  if (trace.truncated)
     std::fprintf(c.json ? stderr : stdout,
-                 "warning: TRUNCATED trace %s: %s; what follows covers only the %zu events "
+                 "warning: TRUNCATED trace %s: %s; what follows covers only the %llu events "
                  "recorded before the cut\n",
-                 path.c_str(), trace->truncation.c_str(), trace->events.size());
-  auto program = BuildProgram(*trace, path);
-  if (!program) return program.error();
+                 path.c_str(), trace.truncation.c_str(),
+                 static_cast<unsigned long long>(trace.event_count));
   const bool python = c.engine == "python";
   auto fix = python ? Result<Fix>(Fix{}) : ParseFix(c.fix);
   if (!fix) return fix.error();

@@ -29,33 +29,117 @@ std::string Names(const std::vector<std::string>& args, const std::vector<uint32
 }
 }  // namespace
 
-// `mangled`: kernel names as recorded; otherwise as the source spells them (Demangle).
-std::string Summarize(const Trace& t, const std::string& path, bool mangled) {
-  auto kernel_name = [mangled](const std::string& raw) {
-    return mangled ? raw : replay::Demangle(raw);
-  };
-  std::string out;
-  const Header& h = t.header;
-  out += fmt::format("trace {}\n", path);
-  out += fmt::format("  format v{}, recorder {}, host {}, pid {}{}\n", h.format_version,
-                     h.recorder_version, h.host, h.pid,
-                     h.rank >= 0 ? fmt::format(", rank {}", h.rank) : "");
-  if (!h.command_line.empty()) out += fmt::format("  command: {}\n", fmt::join(h.command_line, " "));
-  for (const Gpu& g : h.gpus)
-    out += fmt::format("  GPU {}: {} ({}), {:.1f} GiB\n", g.index, g.name, g.uuid,
-                       static_cast<double>(g.memory_bytes) / (1u << 30));
-  out += fmt::format("  {} events in {} chunks, {} threads, {} strings, {} launch shapes\n",
-                     t.events.size(), t.chunks, t.threads.size(), t.strings.size(),
-                     t.shapes.size());
+// What `show` prints, gathered chunk by chunk as a TraceStream hands the events out (the
+// events are never all in memory); the same text as from the whole trace.
+class Summary {
+ public:
+  void Add(const Trace& t, const std::vector<Event>& events, const std::vector<TunerEvent>& tuner_events) {
+    if (per_.size() < t.threads.size()) per_.resize(t.threads.size());
+    for (const Event& e : events) {
+      PerThread& p = per_[e.thread];
+      switch (e.kind) {
+        case EventKind::kLaunch: ++p.shapes[e.shape]; break;
+        case EventKind::kActivity: (e.gpu_start_ns != 0 ? timed_ : untimed_)++; break;
+        case EventKind::kSync: ++p.syncs; break;
+        case EventKind::kMemOp: ++p.memops; break;
+        case EventKind::kLock: ++p.locks; break;
+        case EventKind::kNvtx: ++p.nvtx; break;
+        case EventKind::kTuner: {
+          const TunerEvent& te = tuner_events[e.tuner];
+          TunerInfo& ti = tuners_[te.tuner];
+          ti.cls = t.Str(te.tuner_class);
+          ti.kernel = t.Str(te.kernel);
+          if (te.kind == TunerKind::kCallBegin) {
+            ++ti.calls;
+            ++p.tuner_calls;
+            ++p.calls[{ti.kernel, te.key}];
+            ti.keys.insert(te.key);
+            if (!ti.described) {
+              ti.described = true;
+              ti.configs = te.configs;
+              ti.arg_names = te.arg_names;
+              ti.restore_value = te.restore_value;
+              ti.reset_to_zero = te.reset_to_zero;
+            }
+          }
+          if (te.kind == TunerKind::kBenchEnd) ++ti.benches;
+          if (te.kind == TunerKind::kError)
+            failures_.push_back({e.thread, fmt::format("event {}: {}: {} at {}", e.seq, te.error_type,
+                                                       te.error_message, te.error_where)});
+          break;
+        }
+      }
+    }
+  }
 
-  // Per thread: launches per device and kernel, tuner calls.
+  // `mangled`: kernel names as recorded; otherwise as the source spells them (Demangle).
+  std::string Text(const Trace& t, const std::string& path, bool mangled) const {
+    auto kernel_name = [mangled](const std::string& raw) {
+      return mangled ? raw : replay::Demangle(raw);
+    };
+    std::string out;
+    const Header& h = t.header;
+    out += fmt::format("trace {}\n", path);
+    out += fmt::format("  format v{}, recorder {}, host {}, pid {}{}\n", h.format_version,
+                       h.recorder_version, h.host, h.pid,
+                       h.rank >= 0 ? fmt::format(", rank {}", h.rank) : "");
+    if (!h.command_line.empty()) out += fmt::format("  command: {}\n", fmt::join(h.command_line, " "));
+    for (const Gpu& g : h.gpus)
+      out += fmt::format("  GPU {}: {} ({}), {:.1f} GiB\n", g.index, g.name, g.uuid,
+                         static_cast<double>(g.memory_bytes) / (1u << 30));
+    out += fmt::format("  {} events in {} chunks, {} threads, {} strings, {} launch shapes\n",
+                       t.event_count, t.chunks, t.threads.size(), t.strings.size(), t.shapes.size());
+    out += "threads:\n";
+    for (size_t i = 0; i < t.threads.size(); ++i) {
+      static const PerThread kNone;
+      const PerThread& p = i < per_.size() ? per_[i] : kNone;
+      std::map<std::pair<uint32_t, std::string>, uint64_t> launches;  // (device, kernel)
+      uint64_t n = 0;
+      for (const auto& [shape, c] : p.shapes) {
+        const LaunchShape& sh = t.shapes[shape];
+        launches[{sh.device, kernel_name(t.Str(sh.kernel))}] += c;
+        n += c;
+      }
+      out += fmt::format("  {} {} (tid {}): {} launches, {} syncs, {} memops, {} tuner calls, {} "
+                         "locks, {} nvtx\n",
+                         i, t.threads[i].name, t.threads[i].os_tid, n, p.syncs, p.memops,
+                         p.tuner_calls, p.locks, p.nvtx);
+      for (const auto& [k, c] : launches)
+        out += fmt::format("      device {}  {:>8}  {}\n", k.first, c, k.second);
+      for (const auto& [k, c] : p.calls)
+        out += fmt::format("      tuner     {:>8}  {} key {}\n", c, k.first, k.second);
+    }
+    out += fmt::format("kernel timings: {} timed, {} without timing\n", timed_, untimed_);
+    if (!tuners_.empty()) out += "tuners:\n";
+    for (const auto& [id, ti] : tuners_) {
+      out += fmt::format("  {:#x} {} ({}): {} calls, {} config benchmarks, keys: {}\n", id, ti.kernel,
+                         ti.cls, ti.calls, ti.benches, fmt::join(ti.keys, ", "));
+      if (!ti.described) continue;
+      out += fmt::format("      in-parameters: {}\n", ti.arg_names.empty() ? "(none recorded)"
+                                                        : fmt::format("{}", fmt::join(ti.arg_names, ", ")));
+      out += fmt::format("      restore_value: {}; reset_to_zero: {}\n",
+                         Names(ti.arg_names, ti.restore_value), Names(ti.arg_names, ti.reset_to_zero));
+      out += fmt::format("      configs ({}):\n", ti.configs.size());
+      for (size_t c = 0; c < ti.configs.size(); ++c)
+        out += fmt::format("        {:>3}  {}\n", c, ti.configs[c]);
+    }
+    out += fmt::format("failures recorded: {}\n", failures_.size());
+    for (const auto& [thread, f] : failures_)
+      out += fmt::format("  thread {} ({}), {}\n", thread, t.threads[thread].name, f);
+    if (t.has_footer)
+      out += fmt::format("CUPTI records dropped: {}, recorder problems: {}\n", t.footer.cupti_dropped,
+                         t.footer.problems);
+    out += t.truncated ? fmt::format("TRUNCATED: {}\n", t.truncation) : "complete: yes\n";
+    return out;
+  }
+
+ private:
+  // Per thread: launches per shape, tuner calls.
   struct PerThread {
-    std::map<std::pair<uint32_t, std::string>, uint64_t> launches;  // (device, kernel)
-    std::map<std::pair<std::string, std::string>, uint64_t> calls;   // (tuned kernel, key)
+    std::map<uint32_t, uint64_t> shapes;
+    std::map<std::pair<std::string, std::string>, uint64_t> calls;  // (tuned kernel, key)
     uint64_t syncs = 0, memops = 0, tuner_calls = 0, locks = 0, nvtx = 0;
   };
-  std::vector<PerThread> per(t.threads.size());
-  uint64_t timed = 0, untimed = 0;
   struct TunerInfo {
     std::string cls, kernel;
     uint64_t calls = 0, benches = 0;
@@ -64,84 +148,11 @@ std::string Summarize(const Trace& t, const std::string& path, bool mangled) {
     std::vector<std::string> configs, arg_names;
     std::vector<uint32_t> restore_value, reset_to_zero;
   };
-  std::map<uint64_t, TunerInfo> tuners;
-  std::vector<std::string> failures;
-  for (const Event& e : t.events) {
-    PerThread& p = per[e.thread];
-    switch (e.kind) {
-      case EventKind::kLaunch: {
-        const LaunchShape& sh = t.shapes[e.shape];
-        ++p.launches[{sh.device, kernel_name(t.Str(sh.kernel))}];
-        break;
-      }
-      case EventKind::kActivity: (e.gpu_start_ns != 0 ? timed : untimed)++; break;
-      case EventKind::kSync: ++p.syncs; break;
-      case EventKind::kMemOp: ++p.memops; break;
-      case EventKind::kLock: ++p.locks; break;
-      case EventKind::kNvtx: ++p.nvtx; break;
-      case EventKind::kTuner: {
-        const TunerEvent& te = t.tuner_events[e.tuner];
-        TunerInfo& ti = tuners[te.tuner];
-        ti.cls = t.Str(te.tuner_class);
-        ti.kernel = t.Str(te.kernel);
-        if (te.kind == TunerKind::kCallBegin) {
-          ++ti.calls;
-          ++p.tuner_calls;
-          ++p.calls[{ti.kernel, te.key}];
-          ti.keys.insert(te.key);
-          if (!ti.described) {
-            ti.described = true;
-            ti.configs = te.configs;
-            ti.arg_names = te.arg_names;
-            ti.restore_value = te.restore_value;
-            ti.reset_to_zero = te.reset_to_zero;
-          }
-        }
-        if (te.kind == TunerKind::kBenchEnd) ++ti.benches;
-        if (te.kind == TunerKind::kError)
-          failures.push_back(fmt::format("thread {} ({}), event {}: {}: {} at {}", e.thread,
-                                         t.threads[e.thread].name, e.seq, te.error_type,
-                                         te.error_message, te.error_where));
-        break;
-      }
-    }
-  }
-  out += "threads:\n";
-  for (size_t i = 0; i < t.threads.size(); ++i) {
-    const PerThread& p = per[i];
-    uint64_t n = 0;
-    for (const auto& [k, c] : p.launches) n += c;
-    out += fmt::format("  {} {} (tid {}): {} launches, {} syncs, {} memops, {} tuner calls, {} "
-                       "locks, {} nvtx\n",
-                       i, t.threads[i].name, t.threads[i].os_tid, n, p.syncs, p.memops,
-                       p.tuner_calls, p.locks, p.nvtx);
-    for (const auto& [k, c] : p.launches)
-      out += fmt::format("      device {}  {:>8}  {}\n", k.first, c, k.second);
-    for (const auto& [k, c] : p.calls)
-      out += fmt::format("      tuner     {:>8}  {} key {}\n", c, k.first, k.second);
-  }
-  out += fmt::format("kernel timings: {} timed, {} without timing\n", timed, untimed);
-  if (!tuners.empty()) out += "tuners:\n";
-  for (const auto& [id, ti] : tuners) {
-    out += fmt::format("  {:#x} {} ({}): {} calls, {} config benchmarks, keys: {}\n", id, ti.kernel,
-                       ti.cls, ti.calls, ti.benches, fmt::join(ti.keys, ", "));
-    if (!ti.described) continue;
-    out += fmt::format("      in-parameters: {}\n", ti.arg_names.empty() ? "(none recorded)"
-                                                      : fmt::format("{}", fmt::join(ti.arg_names, ", ")));
-    out += fmt::format("      restore_value: {}; reset_to_zero: {}\n",
-                       Names(ti.arg_names, ti.restore_value), Names(ti.arg_names, ti.reset_to_zero));
-    out += fmt::format("      configs ({}):\n", ti.configs.size());
-    for (size_t c = 0; c < ti.configs.size(); ++c)
-      out += fmt::format("        {:>3}  {}\n", c, ti.configs[c]);
-  }
-  out += fmt::format("failures recorded: {}\n", failures.size());
-  for (const auto& f : failures) out += "  " + f + "\n";
-  if (t.has_footer)
-    out += fmt::format("CUPTI records dropped: {}, recorder problems: {}\n", t.footer.cupti_dropped,
-                       t.footer.problems);
-  out += t.truncated ? fmt::format("TRUNCATED: {}\n", t.truncation) : "complete: yes\n";
-  return out;
-}
+  std::vector<PerThread> per_;
+  uint64_t timed_ = 0, untimed_ = 0;
+  std::map<uint64_t, TunerInfo> tuners_;
+  std::vector<std::pair<uint32_t, std::string>> failures_;
+};
 
 namespace {
 
@@ -175,11 +186,21 @@ int RunShow(const ShowArgs& a) {
     }
     return kExitOk;
   }
-  auto t = ReadTrace(a.path);
-  if (!t) return ReportError(t.error());
-  if (t->truncated)  // first, as in every command that reads a trace (the summary ends with it too)
-    std::printf("warning: TRUNCATED trace %s: %s\n", a.path.c_str(), t->truncation.c_str());
-  std::fputs(Summarize(*t, a.path, a.mangled).c_str(), stdout);
+  auto stream = TraceStream::Open(a.path);
+  if (!stream) return ReportError(stream.error());
+  Summary summary;
+  std::vector<Event> events;
+  std::vector<TunerEvent> tuners;
+  for (;;) {
+    auto more = stream->Next(events, tuners);
+    if (!more) return ReportError(more.error());
+    if (!*more) break;
+    summary.Add(stream->trace(), events, tuners);
+  }
+  const Trace& t = stream->trace();
+  if (t.truncated)  // first, as in every command that reads a trace (the summary ends with it too)
+    std::printf("warning: TRUNCATED trace %s: %s\n", a.path.c_str(), t.truncation.c_str());
+  std::fputs(summary.Text(t, a.path, a.mangled).c_str(), stdout);
   return kExitOk;
 }
 

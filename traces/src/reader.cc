@@ -19,6 +19,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <memory>
 #include <limits>
 #include <new>
 #include <optional>
@@ -52,33 +53,52 @@ struct Frame {
 
 enum class FrameStatus { kOk, kEnd, kCut };
 
-// The correlation ids of the launches seen so far. CUPTI hands them out in increasing order,
-// so they usually arrive sorted: then uniqueness is one comparison and lookup a binary search.
-// The first id out of order moves everything to a hash set. Memory is linear in launches.
+// The correlation ids of the launches seen so far, as a bitmap in pages of 2^16 ids (8 KiB)
+// made when an id first falls in them: CUPTI hands the ids out densely in increasing order, so
+// a trace of N launches takes about N/8 bytes (a sorted vector took 4 N, a hash set 40 N) and
+// a lookup is usually the last page's.
+// `Insert` says how many bytes it built, for the reader's memory bound: a hostile file that
+// spreads its ids one per page pays 8 KiB per id and is stopped by that bound.
 class CorrelationSet {
  public:
-  bool Insert(uint32_t id) {
-    if (!hashed_) {
-      if (sorted_.empty() || id > sorted_.back()) {
-        sorted_.push_back(id);
-        return true;
-      }
-      hashed_ = true;
-      set_.insert(sorted_.begin(), sorted_.end());
-      sorted_.clear();
-      sorted_.shrink_to_fit();
+  static constexpr uint32_t kPageBits = 16;
+  static constexpr size_t kPageWords = (size_t{1} << kPageBits) / 64;
+  static constexpr uint64_t kPageCost = kPageWords * sizeof(uint64_t) + 64;  // and its map node
+  // Returns false when `id` is already in; `built` receives the bytes this call allocated.
+  bool Insert(uint32_t id, uint64_t& built) {
+    built = 0;
+    uint64_t* page = Page(id >> kPageBits);
+    if (page == nullptr) {
+      auto fresh = std::make_unique<uint64_t[]>(kPageWords);  // zeroed
+      page = fresh.get();
+      pages_.emplace(id >> kPageBits, std::move(fresh));
+      last_index_ = id >> kPageBits;
+      last_ = page;
+      built = kPageCost;
     }
-    return set_.insert(id).second;
+    uint64_t& word = page[(id & ((1u << kPageBits) - 1)) >> 6];
+    const uint64_t bit = uint64_t{1} << (id & 63);
+    if (word & bit) return false;
+    word |= bit;
+    return true;
   }
-  bool Contains(uint32_t id) const {
-    if (hashed_) return set_.count(id) != 0;
-    return std::binary_search(sorted_.begin(), sorted_.end(), id);
+  bool Contains(uint32_t id) {
+    const uint64_t* page = Page(id >> kPageBits);
+    return page != nullptr && ((page[(id & ((1u << kPageBits) - 1)) >> 6] >> (id & 63)) & 1);
   }
 
  private:
-  bool hashed_ = false;
-  std::vector<uint32_t> sorted_;
-  std::unordered_set<uint32_t> set_;
+  uint64_t* Page(uint32_t index) {
+    if (last_ != nullptr && index == last_index_) return last_;
+    const auto it = pages_.find(index);
+    if (it == pages_.end()) return nullptr;
+    last_index_ = index;
+    last_ = it->second.get();
+    return last_;
+  }
+  std::unordered_map<uint32_t, std::unique_ptr<uint64_t[]>> pages_;
+  uint32_t last_index_ = 0;
+  uint64_t* last_ = nullptr;
 };
 
 // Cap'n Proto logs some problems (through KJ) on stderr before, or instead of, throwing.
@@ -101,67 +121,95 @@ class KjLogCapture : public kj::ExceptionCallback {
 
 uint64_t StrCost(size_t n) { return sizeof(std::string) + n; }
 
+}  // namespace
+
+namespace detail {
+
+// Reads a trace from bytes in memory (the whole file) or, streaming, from an open file one
+// frame at a time. Whole: every event goes into trace_.events. Streaming: each chunk's events
+// go into the consumer's vectors (Next) and their memory is released from the bound when the
+// next chunk is read; what is kept (header, strings, shapes, threads, the correlation set)
+// stays within it.
 class Parser {
  public:
   Parser(std::span<const uint8_t> bytes, std::string_view name, const ReadLimits& limits)
-      : bytes_(bytes), name_(name), limit_(limits.max_memory_bytes) {
-    const uint64_t relative = kTraceBuildSlackBytes + bytes.size() * kMaxBuiltBytesPerByte;
+      : bytes_(bytes), size_(bytes.size()), name_(name), limit_(limits.max_memory_bytes) {
+    const uint64_t relative = kTraceBuildSlackBytes + size_ * kMaxBuiltBytesPerByte;
+    trace_budget_ = std::min<uint64_t>(limit_, relative);
+    events_out_ = &trace_.events;
+    tuners_out_ = &trace_.tuner_events;
+  }
+  Parser(int fd, uint64_t size, std::string name, const ReadLimits& limits)
+      : fd_(fd), size_(size), owned_name_(std::move(name)), name_(owned_name_),
+        limit_(limits.max_memory_bytes) {
+    const uint64_t relative = kTraceBuildSlackBytes + size_ * kMaxBuiltBytesPerByte;
     trace_budget_ = std::min<uint64_t>(limit_, relative);
   }
+  ~Parser() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  Parser(const Parser&) = delete;
+  Parser& operator=(const Parser&) = delete;
 
   Result<Trace> Run() {
+    if (auto b = Guarded([&] { Begin(); }); !b) return b.error();
+    for (bool more = true; more;) {
+      auto r = Guarded([&] { more = Step(); });
+      if (!r) return r.error();
+    }
+    trace_.built_bytes = built_;
+    trace_.event_count = event_count_;
+    return std::move(trace_);
+  }
+
+  // Streaming: the next chunk's events (Event::tuner indexes `tuners`); false once the footer
+  // or the end has been read.
+  Result<bool> Next(std::vector<Event>& events, std::vector<TunerEvent>& tuners) {
+    events.clear();
+    tuners.clear();
+    if (done_) return false;
+    built_ -= streamed_;  // the consumer is done with the last chunk's events
+    streamed_ = 0;
+    events_out_ = &events;
+    tuners_out_ = &tuners;
+    bool got = false;
+    while (!done_ && !got) {
+      const uint64_t chunks = trace_.chunks;
+      auto r = Guarded([&] { done_ = !Step(); });
+      if (!r) {
+        done_ = true;
+        return r.error();
+      }
+      got = trace_.chunks != chunks;
+    }
+    trace_.event_count = event_count_;
+    trace_.built_bytes = built_;
+    return got;
+  }
+
+  // Preamble and header frame.
+  void Begin() {
+    Preamble();
+    Frame f;
+    if (NextFrame(f) != FrameStatus::kOk) {
+      throw Bad{fmt::format("byte {}: the file ends inside its header frame; expected a whole "
+                            "header (the recorder died before writing it?)",
+                            pos_)};
+    }
+    if (f.kind != static_cast<uint8_t>(FrameKind::kHeader)) {
+      throw Bad{fmt::format("frame 0 at byte {}: kind {} where the header (kind 1) must come",
+                            f.offset, f.kind)};
+    }
+    Decode<s::Header>(f, [&](s::Header::Reader h) { ReadHeader(h, f); });
+  }
+
+  // Runs `body` with Cap'n Proto's log captured; a Bad or a logged complaint is the one-line
+  // error.
+  template <typename F>
+  Result<void> Guarded(F&& body) {
     KjLogCapture kj_log;
     try {
-      Preamble();
-      Frame f;
-      if (NextFrame(f) != FrameStatus::kOk) {
-        throw Bad{fmt::format("byte {}: the file ends inside its header frame; expected a whole "
-                              "header (the recorder died before writing it?)",
-                              pos_)};
-      }
-      if (f.kind != static_cast<uint8_t>(FrameKind::kHeader)) {
-        throw Bad{fmt::format("frame 0 at byte {}: kind {} where the header (kind 1) must come",
-                              f.offset, f.kind)};
-      }
-      Decode<s::Header>(f, [&](s::Header::Reader h) { ReadHeader(h, f); });
-      for (;;) {
-        const FrameStatus st = NextFrame(f);
-        if (st == FrameStatus::kEnd) {
-          trace_.truncated = true;
-          trace_.truncation = fmt::format(
-              "truncated after {} events: the file has no footer (the recording was cut short)",
-              trace_.events.size());
-          break;
-        }
-        if (st == FrameStatus::kCut) {
-          trace_.truncated = true;
-          trace_.truncation = fmt::format(
-              "truncated after {} events: frame {} at byte {} is cut short ({} of {} bytes)",
-              trace_.events.size(), frame_index_, cut_offset_, cut_have_, cut_need_);
-          break;
-        }
-        if (f.kind == static_cast<uint8_t>(FrameKind::kChunk)) {
-          Decode<s::Chunk>(f, [&](s::Chunk::Reader c) { ReadChunk(c); });
-          ++trace_.chunks;
-        } else if (f.kind == static_cast<uint8_t>(FrameKind::kFooter)) {
-          Decode<s::Footer>(f, [&](s::Footer::Reader ft) { ReadFooter(ft); });
-          if (pos_ != bytes_.size()) {
-            throw Bad{fmt::format("byte {}: {} bytes after the footer; expected the end of file",
-                                  pos_, bytes_.size() - pos_)};
-          }
-          if (!trace_.footer.complete) {
-            trace_.truncated = true;
-            trace_.truncation = fmt::format(
-                "truncated after {} events: the recorder marked the run incomplete",
-                trace_.events.size());
-          }
-          break;
-        } else {
-          throw Bad{fmt::format("frame {} at byte {}: unknown frame kind {}; expected 2 (chunk) "
-                                "or 3 (footer)",
-                                frame_index_ - 1, f.offset, f.kind)};
-        }
-      }
+      body();
     } catch (const Bad& b) {
       return Error{fmt::format("{}: {}", name_, b.what), kExitDataError};
     }
@@ -170,17 +218,75 @@ class Parser {
       return Error{fmt::format("{}: {}: Cap'n Proto reported: {}", name_, where_, kj_log.first()),
                    kExitDataError};
     }
-    trace_.built_bytes = built_;
-    return std::move(trace_);
+    return {};
+  }
+
+  // One frame after the header; false once there is nothing more to read.
+  bool Step() {
+    Frame f;
+    const FrameStatus st = NextFrame(f);
+    if (st == FrameStatus::kEnd) {
+      trace_.truncated = true;
+      trace_.truncation = fmt::format(
+          "truncated after {} events: the file has no footer (the recording was cut short)",
+          event_count_);
+      return false;
+    }
+    if (st == FrameStatus::kCut) {
+      trace_.truncated = true;
+      trace_.truncation = fmt::format(
+          "truncated after {} events: frame {} at byte {} is cut short ({} of {} bytes)",
+          event_count_, frame_index_, cut_offset_, cut_have_, cut_need_);
+      return false;
+    }
+    if (f.kind == static_cast<uint8_t>(FrameKind::kChunk)) {
+      Decode<s::Chunk>(f, [&](s::Chunk::Reader c) { ReadChunk(c); });
+      ++trace_.chunks;
+      return true;
+    }
+    if (f.kind == static_cast<uint8_t>(FrameKind::kFooter)) {
+      Decode<s::Footer>(f, [&](s::Footer::Reader ft) { ReadFooter(ft); });
+      if (pos_ != size_) {
+        throw Bad{fmt::format("byte {}: {} bytes after the footer; expected the end of file",
+                              pos_, size_ - pos_)};
+      }
+      if (!trace_.footer.complete) {
+        trace_.truncated = true;
+        trace_.truncation = fmt::format(
+            "truncated after {} events: the recorder marked the run incomplete", event_count_);
+      }
+      return false;
+    }
+    throw Bad{fmt::format("frame {} at byte {}: unknown frame kind {}; expected 2 (chunk) "
+                          "or 3 (footer)",
+                          frame_index_ - 1, f.offset, f.kind)};
+  }
+
+  // `n` bytes of the file at `at`: in memory, or read into `buf` (nullptr when the file ends
+  // sooner: it shrank while being read).
+  const uint8_t* Fetch(uint64_t at, size_t n, std::vector<uint8_t>& buf) {
+    if (fd_ < 0) return bytes_.data() + at;
+    buf.resize(n);
+    size_t have = 0;
+    while (have < n) {
+      const ssize_t got = ::pread(fd_, buf.data() + have, n - have, static_cast<off_t>(at + have));
+      if (got < 0 && errno == EINTR) continue;
+      if (got < 0)
+        throw Bad{fmt::format("byte {}: read failed: {}", at + have, std::strerror(errno))};
+      if (got == 0) return nullptr;
+      have += static_cast<size_t>(got);
+    }
+    return buf.data();
   }
 
   FrameStatus NextFrame(Frame& f) {
-    if (pos_ == bytes_.size()) return FrameStatus::kEnd;
+    if (pos_ == size_) return FrameStatus::kEnd;
     const uint64_t at = pos_;
-    if (bytes_.size() - pos_ < kFrameHeaderBytes) {
-      return Cut(at, bytes_.size() - pos_, kFrameHeaderBytes);
+    if (size_ - pos_ < kFrameHeaderBytes) {
+      return Cut(at, size_ - pos_, kFrameHeaderBytes);
     }
-    const uint8_t* h = bytes_.data() + pos_;
+    const uint8_t* h = Fetch(pos_, kFrameHeaderBytes, head_buf_);
+    if (h == nullptr) return Cut(at, 0, kFrameHeaderBytes);
     const uint32_t len = GetLe32(h);
     if (h[5] != 0 || h[6] != 0 || h[7] != 0) {
       throw Bad{fmt::format("frame {} at byte {}: reserved header bytes are not zero; not a "
@@ -192,13 +298,15 @@ class Parser {
                             "(corrupt or hostile file)",
                             frame_index_, at, len, kMaxFrameBytes)};
     }
-    if (bytes_.size() - pos_ - kFrameHeaderBytes < len) {
-      return Cut(at, bytes_.size() - pos_, kFrameHeaderBytes + len);
+    if (size_ - pos_ - kFrameHeaderBytes < len) {
+      return Cut(at, size_ - pos_, kFrameHeaderBytes + len);
     }
     f.offset = at;
     f.kind = h[4];
-    f.payload = bytes_.subspan(pos_ + kFrameHeaderBytes, len);
     const uint32_t crc = GetLe32(h + 8);
+    const uint8_t* payload = Fetch(pos_ + kFrameHeaderBytes, len, frame_buf_);
+    if (payload == nullptr) return Cut(at, kFrameHeaderBytes, kFrameHeaderBytes + len);
+    f.payload = std::span<const uint8_t>(payload, len);
 #ifdef FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
     // Under the fuzzer a checksum would stop nearly every mutation at the door.
     const bool crc_ok = true;
@@ -217,6 +325,7 @@ class Parser {
   }
 
   Trace trace_;
+  std::string_view name() const { return name_; }
 
  private:
   FrameStatus Cut(uint64_t at, uint64_t have, uint64_t need) {
@@ -227,21 +336,21 @@ class Parser {
   }
 
   void Preamble() {
-    if (bytes_.size() < kMagic.size() ||
-        std::memcmp(bytes_.data(), kMagic.data(), kMagic.size()) != 0) {
+    const uint8_t* pre = size_ < kMagic.size() ? nullptr : Fetch(0, std::min<uint64_t>(size_, kPreambleBytes), head_buf_);
+    if (pre == nullptr || std::memcmp(pre, kMagic.data(), kMagic.size()) != 0) {
       throw Bad{"byte 0: bad magic; expected \"RRTRACE\\n\" (not a rerace trace)"};
     }
-    if (bytes_.size() < kPreambleBytes) {
+    if (size_ < kPreambleBytes) {
       throw Bad{fmt::format("byte {}: the file ends inside its preamble; expected {} bytes",
-                            bytes_.size(), kPreambleBytes)};
+                            size_, kPreambleBytes)};
     }
-    const uint32_t version = GetLe32(bytes_.data() + 8);
+    const uint32_t version = GetLe32(pre + 8);
     if (version != kFormatVersion) {
       throw Bad{fmt::format("byte 8: trace format version {}; this rerace reads version {} "
                             "({} rerace to read it)",
                             version, kFormatVersion, version > kFormatVersion ? "upgrade" : "use an older")};
     }
-    if (GetLe32(bytes_.data() + 12) != 0) throw Bad{"byte 12: reserved preamble word is not 0"};
+    if (GetLe32(pre + 12) != 0) throw Bad{"byte 12: reserved preamble word is not 0"};
     pos_ = kPreambleBytes;
   }
 
@@ -294,7 +403,7 @@ class Parser {
                          limit_ >> 20));
       Fail(fmt::format("a file of {} bytes would build more than {} bytes in memory (at most {} "
                        "per byte of file, plus {} MiB); a hostile or corrupt file",
-                       bytes_.size(), trace_budget_, kMaxBuiltBytesPerByte,
+                       size_, trace_budget_, kMaxBuiltBytesPerByte,
                        kTraceBuildSlackBytes >> 20));
     }
   }
@@ -353,9 +462,9 @@ class Parser {
   }
 
   void ReadChunk(s::Chunk::Reader c) {
-    if (c.getFirstSeq() != trace_.events.size())
+    if (c.getFirstSeq() != event_count_)
       Fail(fmt::format("first sequence number {}; expected {} (the events before it)",
-                       c.getFirstSeq(), trace_.events.size()));
+                       c.getFirstSeq(), event_count_));
     for (auto t : c.getStrings()) trace_.strings.push_back(Text(t));
     for (auto sh : c.getShapes()) {
       Charge(sizeof(LaunchShape));
@@ -396,15 +505,16 @@ class Parser {
     uint32_t next_tuner = 0;
     const uint64_t base = c.getBaseCpuNs();
     auto events = c.getEvents();
-    // Each event: the Event and its share of the correlation set.
-    constexpr uint64_t kEventCost = sizeof(Event) + 16;
-    Charge(kEventCost * events.size());
-    if (trace_.events.capacity() < trace_.events.size() + events.size())  // geometric growth
-      trace_.events.reserve(std::max<size_t>(2 * trace_.events.capacity(),
-                                             trace_.events.size() + events.size()));
+    // What this chunk's events build, released when they are streamed (the correlation set
+    // is charged as its pages are made, and kept).
+    const uint64_t before_events = built_;
+    Charge(sizeof(Event) * events.size());
+    std::vector<Event>& out_events = *events_out_;
+    if (out_events.capacity() < out_events.size() + events.size())  // geometric growth
+      out_events.reserve(std::max<size_t>(2 * out_events.capacity(), out_events.size() + events.size()));
     for (auto e : events) {
       Event out;
-      out.seq = trace_.events.size();
+      out.seq = event_count_;
       out.thread = e.getThread();
       if (base > std::numeric_limits<uint64_t>::max() - e.getCpuDeltaNs())
         Fail(fmt::format("event {}: CPU time {} + {} ns overflows 64 bits; a corrupt time",
@@ -422,7 +532,13 @@ class Parser {
           if (out.shape >= trace_.shapes.size())
             Fail(fmt::format("event {} names launch shape {}; expected a declared shape (< {})",
                              out.seq, out.shape, trace_.shapes.size()));
-          if (!launched_.Insert(out.correlation))
+          uint64_t set_bytes = 0;
+          const bool fresh = launched_.Insert(out.correlation, set_bytes);
+          if (set_bytes != 0) {
+            Charge(set_bytes);
+            kept_in_chunk_ += set_bytes;
+          }
+          if (!fresh)
             Fail(fmt::format("event {}: correlation id {} is used by an earlier launch; expected "
                              "unique ids",
                              out.seq, out.correlation));
@@ -480,8 +596,8 @@ class Parser {
           if (next_tuner >= tuners.size())
             Fail(fmt::format("event {} is tuner transition {} of the chunk, which lists only {}",
                              out.seq, next_tuner, tuners.size()));
-          out.tuner = static_cast<uint32_t>(trace_.tuner_events.size());
-          trace_.tuner_events.push_back(ReadTuner(tuners[next_tuner++], out));
+          out.tuner = static_cast<uint32_t>(tuners_out_->size());
+          tuners_out_->push_back(ReadTuner(tuners[next_tuner++], out));
           ++counts_.tuner_count;
           break;
         }
@@ -513,11 +629,14 @@ class Parser {
           Fail(fmt::format("event {} has unknown kind {} (a newer recorder?)", out.seq,
                            static_cast<unsigned>(e.which())));
       }
-      trace_.events.push_back(out);
+      out_events.push_back(out);
+      ++event_count_;
     }
     if (next_tuner != tuners.size())
       Fail(fmt::format("lists {} tuner transitions but its events use {}", tuners.size(),
                        next_tuner));
+    if (fd_ >= 0) streamed_ = built_ - before_events - kept_in_chunk_;
+    kept_in_chunk_ = 0;
   }
 
   TunerEvent ReadTuner(s::TunerEvent::Reader t, const Event& ev) {
@@ -599,7 +718,7 @@ class Parser {
       if (said != seen)
         Fail(fmt::format("footer counts {} {}; the chunks hold {}", said, what, seen));
     };
-    check(out.event_count, trace_.events.size(), "events");
+    check(out.event_count, event_count_, "events");
     check(out.launch_count, counts_.launch_count, "launches");
     check(out.activity_count, counts_.activity_count, "kernel activity records");
     check(out.tuner_count, counts_.tuner_count, "tuner transitions");
@@ -611,8 +730,18 @@ class Parser {
     }
   };
 
-  std::span<const uint8_t> bytes_;
+  std::span<const uint8_t> bytes_;  // whole: the file
+  int fd_ = -1;                     // streaming: the file, read frame by frame
+  uint64_t size_ = 0;
+  std::vector<uint8_t> head_buf_, frame_buf_;
+  std::string owned_name_;
   std::string_view name_;
+  std::vector<Event>* events_out_ = nullptr;
+  std::vector<TunerEvent>* tuners_out_ = nullptr;
+  uint64_t event_count_ = 0;
+  uint64_t streamed_ = 0;       // bytes the last streamed chunk built, released at Next
+  uint64_t kept_in_chunk_ = 0;  // of a chunk's charges, what is kept (correlation pages)
+  bool done_ = false;
   uint64_t pos_ = 0;
   uint64_t frame_index_ = 0;
   uint64_t cut_offset_ = 0, cut_have_ = 0, cut_need_ = 0;
@@ -628,12 +757,12 @@ class Parser {
   std::unordered_map<std::pair<uint64_t, uint32_t>, size_t, PairHash> open_calls_;
 };
 
-}  // namespace
+}  // namespace detail
 
 Result<Trace> ParseTrace(std::span<const uint8_t> bytes, std::string_view name,
                          const ReadLimits& limits) {
   try {
-    Parser p(bytes, name, limits);
+    detail::Parser p(bytes, name, limits);
     return p.Run();
   } catch (const std::bad_alloc&) {
     // Only under a limit raised past what this machine has (RERACE_MAX_TRACE_MB).
@@ -662,16 +791,23 @@ Result<ReadLimits> DefaultReadLimits() {
   return l;
 }
 
-Result<std::vector<uint8_t>> ReadFileBytes(const std::string& path, const ReadLimits& limits) {
+namespace {
+struct Closer {
+  int fd;
+  ~Closer() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+// Opens a trace file: a regular file (66 otherwise) whose first bytes are the magic (65).
+// Returns its size; `fd` is open on success.
+Result<uint64_t> OpenTraceFile(const std::string& path, Closer& closer) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
     return Error{fmt::format("{}: cannot open the trace: {}", path, std::strerror(errno)),
                  kExitNoInput};
   }
-  struct Closer {
-    int fd;
-    ~Closer() { ::close(fd); }
-  } closer{fd};
+  closer.fd = fd;
   struct stat st {};
   if (::fstat(fd, &st) != 0)
     return Error{fmt::format("{}: cannot stat the trace: {}", path, std::strerror(errno)),
@@ -695,6 +831,16 @@ Result<std::vector<uint8_t>> ReadFileBytes(const std::string& path, const ReadLi
                              "trace)",
                              path),
                  kExitDataError};
+  return size;
+}
+}  // namespace
+
+Result<std::vector<uint8_t>> ReadFileBytes(const std::string& path, const ReadLimits& limits) {
+  Closer closer{-1};
+  auto opened = OpenTraceFile(path, closer);
+  if (!opened) return opened.error();
+  const int fd = closer.fd;
+  const uint64_t size = *opened;
   if (size > limits.max_memory_bytes)
     return Error{fmt::format("{}: a file of {} MiB; this rerace reads traces of at most {} MiB "
                              "(set RERACE_MAX_TRACE_MB to raise the limit)",
@@ -734,6 +880,42 @@ Result<Trace> ReadTrace(const std::string& path) {
   if (!limits) return limits.error();
   return ReadTrace(path, *limits);
 }
+
+TraceStream::TraceStream(std::unique_ptr<detail::Parser> parser) : parser_(std::move(parser)) {}
+TraceStream::~TraceStream() = default;
+TraceStream::TraceStream(TraceStream&&) noexcept = default;
+TraceStream& TraceStream::operator=(TraceStream&&) noexcept = default;
+
+Result<TraceStream> TraceStream::Open(const std::string& path, const ReadLimits& limits) {
+  Closer closer{-1};
+  auto size = OpenTraceFile(path, closer);
+  if (!size) return size.error();
+  try {
+    auto p = std::make_unique<detail::Parser>(closer.fd, *size, path, limits);
+    closer.fd = -1;  // the parser closes it
+    if (auto b = p->Guarded([&] { p->Begin(); }); !b) return b.error();
+    return TraceStream(std::move(p));
+  } catch (const std::bad_alloc&) {
+    return Error{fmt::format("{}: out of memory while reading the trace", path), kExitDataError};
+  }
+}
+
+Result<TraceStream> TraceStream::Open(const std::string& path) {
+  auto limits = DefaultReadLimits();
+  if (!limits) return limits.error();
+  return Open(path, *limits);
+}
+
+Result<bool> TraceStream::Next(std::vector<Event>& events, std::vector<TunerEvent>& tuners) {
+  try {
+    return parser_->Next(events, tuners);
+  } catch (const std::bad_alloc&) {
+    return Error{fmt::format("{}: out of memory while reading the trace", parser_->name()),
+                 kExitDataError};
+  }
+}
+
+const Trace& TraceStream::trace() const { return parser_->trace_; }
 
 Result<std::vector<FrameInfo>> ListFrames(std::span<const uint8_t> bytes, std::string_view name) {
   std::vector<FrameInfo> out;

@@ -114,5 +114,10 @@ std::vector<std::string> PatchedParts(const Program& p);
 // Builds the programs. Errors (exit 65) name the trace and event: a tuner call that never
 // says which configs it has, a transition outside a call, a config index out of range.
 Result<Program> BuildProgram(const traces::Trace& trace, const std::string& source);
+// The same from the trace at `path`. `read`, when given, receives what was read besides the
+// events (header, threads, footer, truncated / truncation, event_count). The whole trace is
+// read (not streamed: the programs' calibration needs each launch's GPU time where the launch
+// is, and its activity record comes later).
+Result<Program> ReadProgram(const std::string& path, traces::Trace* read = nullptr);
 
 }  // namespace rerace::replay

@@ -20,6 +20,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -50,6 +51,44 @@ Result<std::vector<uint8_t>> ReadFileBytes(const std::string& path,
 // Parses a trace already in memory; `name` stands for the file in messages.
 Result<Trace> ParseTrace(std::span<const uint8_t> bytes, std::string_view name,
                          const ReadLimits& limits = ReadLimits{});
+
+namespace detail {
+class Parser;
+}
+
+// A trace read chunk by chunk: the events are handed out a chunk at a time and never held all
+// at once, with every check ReadTrace makes (frames, CRCs, ids, sequence numbers, the footer's
+// counts; the same one-line errors, exit 65). What it keeps (header, strings, launch shapes,
+// threads, the launches' correlation ids as a bitmap) and one chunk's events are bounded by
+// ReadLimits::max_memory_bytes and by the file's size as ReadTrace's are; the file itself is
+// not limited by size (it is never in memory).
+//
+//   auto s = TraceStream::Open(path);
+//   std::vector<Event> ev; std::vector<TunerEvent> tu;
+//   while (true) { auto more = s->Next(ev, tu); if (!more) ...error; if (!*more) break; ... }
+//   s->trace().truncated ...
+class TraceStream {
+ public:
+  static Result<TraceStream> Open(const std::string& path, const ReadLimits& limits);
+  static Result<TraceStream> Open(const std::string& path);  // DefaultReadLimits()
+  ~TraceStream();
+  TraceStream(TraceStream&&) noexcept;
+  TraceStream& operator=(TraceStream&&) noexcept;
+
+  // The next chunk's events into `events` (seq, thread... as ReadTrace gives them), and its
+  // tuner transitions into `tuners` (Event::tuner indexes `tuners`, not the whole trace's);
+  // both cleared first. False once the footer or the end of the file has been read (an empty
+  // chunk gives true and no events).
+  Result<bool> Next(std::vector<Event>& events, std::vector<TunerEvent>& tuners);
+  // What has been read so far, without events and tuner_events: header, strings, shapes and
+  // threads (as declared up to the last chunk read), event_count, chunks; once Next has said
+  // false, the footer and truncated / truncation as ReadTrace gives them.
+  const Trace& trace() const;
+
+ private:
+  explicit TraceStream(std::unique_ptr<detail::Parser> parser);
+  std::unique_ptr<detail::Parser> parser_;
+};
 
 // One frame's position, for `rerace show --frames` and `capnp decode`.
 struct FrameInfo {

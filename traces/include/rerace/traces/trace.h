@@ -160,6 +160,7 @@ struct Trace {
   bool truncated = false;  // no footer, or a cut / corrupt frame after the last whole chunk
   std::string truncation;  // why, e.g. "truncated after 1200 events: ..."
   uint64_t chunks = 0;
+  uint64_t event_count = 0;  // events read (events.size(), unless they were streamed)
   uint64_t built_bytes = 0;  // the reader's estimate of the memory it built (strings, events...)
 
   const std::string& Str(uint32_t id) const { return strings[id]; }
