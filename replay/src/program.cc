@@ -175,8 +175,20 @@ Result<Program> BuildProgram(const Trace& trace, const std::string& source) {
         tp.transitions.push_back({te.kind, te.config, e.seq, te.field});
         if (te.kind == TunerKind::kCallBegin) {
           if (te.configs.empty()) return bad(e, "a tuner call with no configs");
-          if (!te.detail.empty() && te.detail.front() == '{') p.tuner_meta.try_emplace(te.tuner, te.detail);
           TunerCall c;
+          if (!te.detail.empty() && te.detail.front() == '{') {
+            const nlohmann::json j = nlohmann::json::parse(te.detail, nullptr, false);
+            // The metadata of the tuner's first call; every call's restore_value shapes.
+            if (!j.is_object() || j.contains("v")) p.tuner_meta.try_emplace(te.tuner, te.detail);
+            if (j.is_object() && j.contains("restore_shapes") && j["restore_shapes"].is_array())
+              for (const auto& s : j["restore_shapes"]) {
+                std::vector<int64_t> shape;
+                if (s.is_array())
+                  for (const auto& d : s)
+                    if (d.is_number_integer()) shape.push_back(d.get<int64_t>());
+                c.restore_shapes.push_back(std::move(shape));
+              }
+          }
           c.tuner = te.tuner;
           c.tuner_class = trace.Str(te.tuner_class);
           c.kernel = trace.Str(te.kernel);

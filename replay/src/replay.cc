@@ -156,7 +156,8 @@ std::string JsonEscape(const std::string& raw) {
 
 const std::vector<std::string>& FailureKinds() {
   static const std::vector<std::string> kinds = {
-      "wrong-restore", "missed-restore", "config-mismatch", "in-param-not-in-cache", "nargs-none",
+      "wrong-restore", "missed-restore", "config-mismatch", "in-param-not-in-cache",
+      "restore-shape-mismatch", "nargs-none",
       "deadlock", "step-bound"};
   return kinds;
 }

@@ -48,6 +48,7 @@ struct Copies {
   uint32_t owner = 0;    // thread whose tensors were cloned
   uint32_t writer = 0;   // thread whose hook wrote the dict
   uint64_t step = 0;
+  int32_t call = -1;     // the call whose tensors were cloned (-1: none, unknown)
 };
 
 // Something written by a thread (best_config, configs_timings, bench_time).

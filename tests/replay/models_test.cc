@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <functional>
 #include <set>
 #include <string>
 
@@ -267,6 +268,57 @@ TEST(TunerModels, ResetToZeroAloneStillWritesRestoreCopiesInTriton) {
   EXPECT_GT(copies_races("triton"), 0);
   EXPECT_GT(copies_races("triton-3.8"), 0);
   EXPECT_EQ(copies_races("native"), 0);
+}
+
+}  // namespace
+}  // namespace rerace::replay
+
+namespace rerace::replay {
+namespace {
+
+// The brief's recording with every call's y recorded as [4096, N], N by thread: a post-hook that
+// restores another thread's copy raises torch's RuntimeError where the shapes differ, and stays
+// silent (wrong-restore) where they are the same or were not recorded.
+std::set<std::string> RestoreKinds(Program p, const std::function<int64_t(uint32_t)>& cols) {
+  for (const ThreadProgram& t : p.threads)
+    for (const Op& op : t.ops)
+      if (op.kind == Op::Kind::kTunerCall)
+        p.calls[op.call].restore_shapes = {{4096, cols(t.thread)}};
+  std::set<std::string> out;
+  Replayer rep(p, ReplayOptions{});
+  for (uint64_t s = 1; s <= 12; ++s) {
+    sim::RandomWalk w(s);
+    for (const Finding& f : rep.Run(w).findings) {
+      out.insert(f.code);
+      if (f.code == "restore-shape-mismatch") {
+        EXPECT_EQ(f.type, "RuntimeError");
+        EXPECT_EQ(f.where, "triton/runtime/autotuner.py:74 in _post_hook");
+        out.insert(f.message);
+      }
+    }
+  }
+  return out;
+}
+
+TEST(TunerModels, RestoringACopyOfAnotherShapeRaisesRuntimeError) {
+  const Program p = testing::LoadSample("triton-none-h200.rrt");
+  const auto two = RestoreKinds(p, [](uint32_t t) { return t % 2 ? 512 : 1024; });
+  EXPECT_TRUE(two.count("restore-shape-mismatch"));
+  // torch's words (ATen's infer_size), as the H200 raised them (triton-keys2-h200.rrt).
+  EXPECT_TRUE(two.count("The size of tensor a (512) must match the size of tensor b (1024) at "
+                        "non-singleton dimension 1") ||
+              two.count("The size of tensor a (1024) must match the size of tensor b (512) at "
+                        "non-singleton dimension 1"));
+  const auto one = RestoreKinds(p, [](uint32_t) { return 1024; });
+  EXPECT_FALSE(one.count("restore-shape-mismatch"));
+  EXPECT_TRUE(one.count("wrong-restore"));
+  // [4096, 1] broadcasts into [4096, 1024] silently; [4096, 1024] into [4096, 1] does not fit.
+  const auto broadcast = RestoreKinds(p, [](uint32_t t) { return t % 2 ? 1024 : 1; });
+  for (const std::string& k : broadcast)
+    if (k.rfind("The size", 0) == 0 || k.rfind("output", 0) == 0) {
+      EXPECT_EQ(k, "output with shape [4096, 1] doesn't match the broadcast shape [4096, 1024]");
+    }
+  EXPECT_TRUE(broadcast.count("restore-shape-mismatch"));
 }
 
 }  // namespace

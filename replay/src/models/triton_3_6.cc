@@ -35,6 +35,7 @@
 #include "triton_3_6.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 
@@ -75,6 +76,34 @@ const Labels kTriton36Labels = {
 }  // namespace
 
 const Labels& Triton36Labels() { return kTriton36Labels; }
+
+std::optional<std::string> CopyError(const Program& p, int32_t from_call, int32_t into_call,
+                                     size_t i) {
+  if (from_call < 0 || into_call < 0) return std::nullopt;
+  const auto& from = p.calls[static_cast<size_t>(from_call)].restore_shapes;
+  const auto& into = p.calls[static_cast<size_t>(into_call)].restore_shapes;
+  if (i >= from.size() || i >= into.size() || from[i].empty() || into[i].empty())
+    return std::nullopt;  // not recorded: a wrong restore, silent as far as the model knows
+  const std::vector<int64_t>& a = into[i];  // torch: self.copy_(src) broadcasts src to self
+  const std::vector<int64_t>& b = from[i];
+  // ATen's infer_size: right-aligned, from the last dimension down.
+  const size_t n = std::max(a.size(), b.size());
+  std::vector<int64_t> out(n);
+  for (size_t k = n; k-- > 0;) {
+    const size_t off = n - 1 - k;
+    const int64_t sa = off < a.size() ? a[a.size() - 1 - off] : 1;
+    const int64_t sb = off < b.size() ? b[b.size() - 1 - off] : 1;
+    if (sa != sb && sa != 1 && sb != 1)
+      return fmt::format("The size of tensor a ({}) must match the size of tensor b ({}) at "
+                         "non-singleton dimension {}",
+                         sa, sb, k);
+    out[k] = sa == 1 ? sb : sa;
+  }
+  if (out != a)
+    return fmt::format("output with shape [{}] doesn't match the broadcast shape [{}]",
+                       fmt::join(a, ", "), fmt::join(out, ", "));
+  return std::nullopt;
+}
 
 const TunerModel& Triton36() {
   static const Triton36Model model(kTriton36Labels);
@@ -195,7 +224,7 @@ void Triton36Model::Bench(TunerWorld& w, uint32_t thread, const TunerCall& c, Tu
                           (L_.pre_hook_writes_empty_copies && !c.reset_to_zero.empty());
       if (!writes) return;
       w.AnchorWrite(thread, traces::TunerField::kRestoreCopies);
-      w.WriteCopies(st, {all, n.thread, 0, 0}, L_.kPreHookWrite);
+      w.WriteCopies(st, {all, n.thread, 0, 0, n.call}, L_.kPreHookWrite);
     });
     w.Trial(c, config, reps);
     Locked(w.LockFor(Region::kHooks), "lock around the post-hook", [&] {
@@ -227,6 +256,15 @@ void Triton36Model::PostHook(TunerWorld& w, uint32_t thread, const TunerCall& c,
               rc.writer, rc.step);
     }
     if (rc.owner != n.thread) {
+      if (auto error = CopyError(w.program(), rc.call, n.call, i)) {
+        w.Raise(thread, "restore-shape-mismatch", "RuntimeError", *error, L_.kWherePostHook,
+                fmt::format("thread {} restored thread {}'s saved copy of {} (cloned by thread "
+                            "{}'s pre-hook at step {}) into {} tensor of another shape",
+                            thread, rc.owner, name, rc.writer, rc.step,
+                            n.thread == thread ? std::string("its own")
+                                               : fmt::format("thread {}'s", n.thread)),
+                rc.writer, rc.step);
+      }
       w.Silent(thread, "wrong-restore",
                fmt::format("thread {} restored thread {}'s saved copy of {} (cloned by thread "
                            "{}'s pre-hook at step {}) into {} tensor",

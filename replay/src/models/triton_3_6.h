@@ -8,6 +8,9 @@
 // override what differs: `Run` around `RunBody`, or `PostHook`.
 #pragma once
 
+#include <optional>
+#include <string>
+
 #include "../tuner_world.h"
 
 namespace rerace::replay::detail {
@@ -50,6 +53,14 @@ struct Labels {
 
 // Triton 3.6's own table (autotuner.py of the 3.6.0 wheel).
 const Labels& Triton36Labels();
+
+// What torch raises when the post-hook copies restore_value entry `i` of call `from_call`'s
+// tensors into call `into_call`'s (`kwargs[name].copy_(saved)`: the saved copy broadcast to the
+// destination), from the shapes the probe recorded; nothing when it broadcasts or a shape was
+// not recorded. "The size of tensor a (512) must match the size of tensor b (1024) at
+// non-singleton dimension 1", as ATen's infer_size words it.
+std::optional<std::string> CopyError(const Program& p, int32_t from_call, int32_t into_call,
+                                     size_t i);
 
 class Triton36Model : public TunerModel {
  public:

@@ -309,6 +309,34 @@ def metadata(tuner):
     return out
 
 
+def _restore_shapes(tuner, args, kwargs):
+    """The shapes of the call's restore_value tensors, in restore_value's order (None: not a
+    tensor): a post-hook that copies another call's saved copy into a tensor of another shape
+    raises RuntimeError, one of the same shape restores silently."""
+    named = dict(zip(tuner.arg_names, args))
+    named.update(kwargs)
+    out = []
+    for name in getattr(tuner, "restore_value", None) or []:
+        shape = getattr(named.get(name), "shape", None)
+        out.append([int(d) for d in shape] if shape is not None else None)
+    return out
+
+
+def _call_detail(tuner, args, kwargs):
+    """The call-begin's detail=: the metadata JSON on the tuner's first call; on every call with
+    restore_value, {"restore_shapes": [...]} (added to the metadata on the first)."""
+    meta = _metadata_once(tuner)
+    try:
+        shapes = _restore_shapes(tuner, args, kwargs)
+    except Exception:  # never break the recorded program
+        shapes = []
+    if all(x is None for x in shapes):
+        return meta
+    if meta is None:
+        return json.dumps({"restore_shapes": shapes}, separators=(",", ":"))
+    return meta[:-1] + ',"restore_shapes":' + json.dumps(shapes, separators=(",", ":")) + "}"
+
+
 def _metadata_once(tuner):
     """The metadata JSON for this tuner's first call (None on later calls, whichever thread)."""
     token = object()
@@ -395,7 +423,7 @@ def patch_autotuner(module):
     def run(self, *args, **kwargs):
         key = _key(self, args, kwargs)
         _mark(self, "call-begin", key=key, configs=[str(c) for c in self.configs],
-              detail=_metadata_once(self) if _enabled else None,
+              detail=_call_detail(self, args, kwargs) if _enabled else None,
               args=list(self.arg_names),
               restore=[self.arg_names.index(n) for n in self.restore_value if n in self.arg_names],
               reset=[self.arg_names.index(n) for n in self.reset_to_zero if n in self.arg_names])

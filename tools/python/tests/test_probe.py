@@ -242,6 +242,19 @@ class MetadataTest(unittest.TestCase):
         # The mark still parses as the recorder's grammar expects: one token per field.
         self.assertTrue(all("=" in tok for tok in first.split(" ")[1:]))
 
+    def test_every_call_carries_its_restore_value_shapes(self):
+        # A post-hook that restores another call's copy into a tensor of another shape raises
+        # RuntimeError; of the same shape, it restores silently: replay needs the shapes.
+        tuner = make_tuner(2)
+        a, b = FakeTensor(0), FakeTensor(1)
+        a.shape, b.shape = (4096, 1024), (4096, 512)
+        tuner.run(FakeTensor(0), a, 4096)
+        tuner.run(FakeTensor(1), b, 2048)
+        first, second = [_detail(t) for t in self.begins()]
+        self.assertEqual(first["v"], 1)  # the metadata, with the shapes
+        self.assertEqual(first["restore_shapes"], [[4096, 1024]])
+        self.assertEqual(second, {"restore_shapes": [[4096, 512]]})
+
     def test_metadata_once_when_threads_start_together(self):
         tuner = make_tuner(2)
         barrier = threading.Barrier(8)

@@ -35,6 +35,9 @@ struct TunerCall {
   std::vector<std::string> arg_names;
   std::vector<uint32_t> restore_value;  // indices into arg_names
   std::vector<uint32_t> reset_to_zero;
+  // per restore_value entry: the tensor's shape at this call, as the probe recorded it (empty:
+  // not recorded, or not a tensor). Restoring another call's copy of another shape raises.
+  std::vector<std::vector<int64_t>> restore_shapes;
   std::vector<Nanos> bench_ns;          // per config: one repetition's recorded time
   std::vector<uint32_t> bench_reps;     // per config: recorded repetitions (do_bench)
   Nanos launch_ns = 0;                  // the final launch's recorded duration

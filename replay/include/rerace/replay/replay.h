@@ -12,6 +12,7 @@
 //
 // Failures are reported as the real program raises them, and in rerace's words:
 //   in-param-not-in-cache  KeyError: 'y_ptr' in _post_hook (crash; the thread's call ends)
+//   restore-shape-mismatch RuntimeError: a saved copy of another shape restored (crash)
 //   nargs-none             TypeError on None nargs (crash)
 //   wrong-restore          a thread restores another thread's saved copy (silent)
 //   config-mismatch        a launch runs with a config another thread's key selected (silent)
