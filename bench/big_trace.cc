@@ -4,7 +4,8 @@
 // record them. The programs replay builds stay small (launches inside a call are not ops);
 // reading the events is what costs.
 //
-//   big_trace OUT.rrt [EVENTS]     EVENTS launch+activity events (default 120,000,000: ~1 GB)
+//   big_trace OUT.rrt [EVENTS]     EVENTS launch+activity events (default 74,000,000: 1.06 GB,
+//                                  just under the reader's default 1024 MiB file limit)
 //
 // Deterministic: the same arguments give a byte-identical file.
 #include <cstdio>
@@ -23,7 +24,7 @@ int main(int argc, char** argv) {
     return 64;
   }
   const std::string out = argv[1];
-  const uint64_t bulk = argc > 2 ? std::strtoull(argv[2], nullptr, 10) : 120'000'000ull;
+  const uint64_t bulk = argc > 2 ? std::strtoull(argv[2], nullptr, 10) : 74'000'000ull;
   const std::string small = out + ".shape.rrt";
   if (auto r = Synthesize(Scenario{}, small); !r) {
     std::fprintf(stderr, "%s\n", r.error().message.c_str());
