@@ -124,6 +124,9 @@ void Calibrate(Program& p, const std::vector<std::vector<std::pair<Nanos, Nanos>
     const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
     if (j.is_object() && j.contains("gil") && j["gil"].is_boolean() && !j["gil"].get<bool>())
       p.gil = false;
+    if (j.is_object() && j.contains("cache_results") && j["cache_results"].is_boolean() &&
+        j["cache_results"].get<bool>())
+      p.cache_results.insert(tuner);
   }
 }
 }  // namespace

@@ -6,8 +6,6 @@
 
 #include <fmt/format.h>
 
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
 
 namespace rerace::replay::detail {
@@ -95,16 +93,12 @@ TunerState& TunerWorld::StateFor(uint32_t thread, const TunerCall& c) {
     std::string name = fmt::format("Autotuner({})", c.kernel);
     if (owner != UINT32_MAX) name += fmt::format("[thread {}]", owner);
     st = std::make_unique<TunerState>(s_, name, keys_[ti].size());
-    if (auto meta = p_.tuner_meta.find(c.tuner); meta != p_.tuner_meta.end()) {
-      const nlohmann::json j = nlohmann::json::parse(meta->second, nullptr, false);
-      if (j.is_object() && j.contains("cache_results") && j["cache_results"].is_boolean() &&
-          j["cache_results"].get<bool>()) {
-        auto& disk = disks_[ti];
-        if (!disk)
-          disk = std::make_unique<sim::Shared<std::vector<Owned>>>(
-              s_, fmt::format("disk cache of {}", c.kernel), std::vector<Owned>(keys_[ti].size()));
-        st->disk = disk.get();
-      }
+    if (p_.cache_results.count(c.tuner)) {
+      auto& disk = disks_[ti];
+      if (!disk)
+        disk = std::make_unique<sim::Shared<std::vector<Owned>>>(
+            s_, fmt::format("disk cache of {}", c.kernel), std::vector<Owned>(keys_[ti].size()));
+      st->disk = disk.get();
     }
   }
   return *st;

@@ -151,13 +151,20 @@ TEST(ReleaseModels, FindingsAreAtTheirReleasesLines) {
   }
 }
 
+// BuildProgram reads `cache_results` from the probe's metadata: the H200 recordings say false.
+TEST(Triton34Model, TheRecordedCacheResultsIsRead) {
+  const Program p = testing::LoadSample("triton-reset-h200.rrt");
+  ASSERT_FALSE(p.tuner_meta.empty());
+  EXPECT_NE(p.tuner_meta.begin()->second.find("\"cache_results\":false"), std::string::npos);
+  EXPECT_TRUE(p.cache_results.empty());
+}
+
 // The H200 recording with the tuner's `cache_results` as the probe records it, and (keys > 1)
 // its threads split over `keys` tuning keys, without hooks (no KeyError ends a thread before
 // its disk write).
 Program WithDiskCache(int keys) {
   Program p = testing::LoadSample("triton-none-h200.rrt");
-  for (const TunerCall& c : p.calls)
-    p.tuner_meta[c.tuner] = R"({"triton": "3.4.0", "cache_results": true})";
+  for (const TunerCall& c : p.calls) p.cache_results.insert(c.tuner);  // as BuildProgram reads it
   for (size_t i = 0; i < p.calls.size(); ++i) {
     p.calls[i].restore_value.clear();
     if (keys > 1) p.calls[i].key += "-" + std::to_string(i % static_cast<size_t>(keys));
@@ -217,7 +224,7 @@ TEST(Triton34Model, ADiskHitSkipsBenchmarking) {
     return n;
   };
   EXPECT_EQ(tunings(p), 0u);
-  p.tuner_meta.clear();
+  p.cache_results.clear();
   const auto workers = std::count_if(p.threads.begin(), p.threads.end(), [](const ThreadProgram& tp) {
     return std::any_of(tp.ops.begin(), tp.ops.end(),
                        [](const Op& op) { return op.kind == Op::Kind::kTunerCall; });
@@ -227,12 +234,18 @@ TEST(Triton34Model, ADiskHitSkipsBenchmarking) {
 
 // Two keys: thread A's cache.put reads the shared self.configs_timings after thread B's
 // benchmark() of the other key set it: the file of A's key holds B's timings.
+// (Every release from 3.4 has check_disk_cache, and its model the same wrapper.)
 TEST(Triton34Model, TheDiskFileCanHoldAnotherKeysTimings) {
-  const DiskRuns disk = RunSeeds(WithDiskCache(2), "triton-3.4", 24);
-  EXPECT_TRUE(disk.codes.count("disk-cache-wrong-timings"));
-  Program off = WithDiskCache(2);
-  off.tuner_meta.clear();
-  EXPECT_FALSE(RunSeeds(off, "triton-3.4", 24).codes.count("disk-cache-wrong-timings"));
+  for (const char* model : {"triton-3.4", "triton", "triton-3.8", "triton-3.9"}) {
+    SCOPED_TRACE(model);
+    const DiskRuns disk = RunSeeds(WithDiskCache(2), model, 24);
+    EXPECT_TRUE(disk.codes.count("disk-cache-wrong-timings"));
+    Program off = WithDiskCache(2);
+    off.cache_results.clear();
+    EXPECT_FALSE(RunSeeds(off, model, 24).codes.count("disk-cache-wrong-timings"));
+  }
+  // 3.2 has no disk cache.
+  EXPECT_FALSE(RunSeeds(WithDiskCache(2), "triton-3.2", 24).codes.count("disk-cache-wrong-timings"));
 }
 
 }  // namespace

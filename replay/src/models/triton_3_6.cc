@@ -34,6 +34,8 @@
 // end step-table
 #include "triton_3_6.h"
 
+#include "disk_cache.h"
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -105,8 +107,21 @@ std::optional<std::string> CopyError(const Program& p, int32_t from_call, int32_
   return std::nullopt;
 }
 
+const DiskLabels kTriton36Disk = {
+    .kGetFile = "autotuner.py:193 check_disk_cache: path = cache.get_file(file_name)",
+    .kHitCache = "autotuner.py:198 check_disk_cache: self.cache[tuning_key] = builtins.min(timings, "
+                 "key=timings.get)",
+    .kHitTimings = "autotuner.py:199 check_disk_cache: self.configs_timings = timings",
+    .kPutTimings = "autotuner.py:208 check_disk_cache: [(config.__dict__, timings) for config, "
+                   "timings in self.configs_timings.items() if not config.pre_hook]",
+    .kPut = "autotuner.py:203 check_disk_cache: cache.put(",
+    .kWherePut = "triton/runtime/autotuner.py:208 in check_disk_cache",
+    .kWhereGetFile = "triton/runtime/autotuner.py:198 in check_disk_cache",
+};
+
 const TunerModel& Triton36() {
-  static const Triton36Model model(kTriton36Labels);
+  // With the recorded cache_results, check_disk_cache (disk_cache.h) as 3.4's.
+  static const WithDiskCache<Triton36Model> model(kTriton36Disk, kTriton36Labels);
   return model;
 }
 

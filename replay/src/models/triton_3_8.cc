@@ -44,6 +44,7 @@
 //   warmup:312 W nargs
 //   warmup:320 W nargs
 // end step-table
+#include "disk_cache.h"
 #include "items_post_hook.h"
 
 namespace rerace::replay::detail {
@@ -82,8 +83,21 @@ const Labels kTriton38Labels = {
 constexpr const char* kWhereMissed = "triton/runtime/autotuner.py:78 in _post_hook";
 }  // namespace
 
+const DiskLabels kTriton38Disk = {
+    .kGetFile = "autotuner.py:198 check_disk_cache: path = cache.get_file(file_name)",
+    .kHitCache = "autotuner.py:203 check_disk_cache: self.cache[tuning_key] = builtins.min(timings, "
+                 "key=timings.get)",
+    .kHitTimings = "autotuner.py:204 check_disk_cache: self.configs_timings = timings",
+    .kPutTimings = "autotuner.py:213 check_disk_cache: [(config.__dict__, timings) for config, "
+                   "timings in self.configs_timings.items() if not config.pre_hook]",
+    .kPut = "autotuner.py:208 check_disk_cache: cache.put(",
+    .kWherePut = "triton/runtime/autotuner.py:213 in check_disk_cache",
+    .kWhereGetFile = "triton/runtime/autotuner.py:203 in check_disk_cache",
+};
+
 const TunerModel& Triton38() {
-  static const ItemsPostHookModel model(kTriton38Labels, kWhereMissed);
+  // With the recorded cache_results, check_disk_cache (disk_cache.h) as 3.4's.
+  static const WithDiskCache<ItemsPostHookModel> model(kTriton38Disk, kTriton38Labels, kWhereMissed);
   return model;
 }
 

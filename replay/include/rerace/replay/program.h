@@ -107,6 +107,9 @@ struct Program {
   // Triton and FLA versions, and what `run`, `_bench` and the fields resolved to at call time
   // (a patched program is recognised by them). Empty for recordings of older probes.
   std::map<uint64_t, std::string> tuner_meta;
+  // The tuners whose metadata says `cache_results` (Triton's disk cache, from 3.4: the models'
+  // check_disk_cache), read from tuner_meta once here, not per replayed run.
+  std::set<uint64_t> cache_results;
 };
 
 // What the recording says was patched in a tuner's class (`run` or `_bench` resolving to a
