@@ -20,7 +20,17 @@ struct Node {
   std::set<ThreadId> backtrack;
   std::set<ThreadId> done;
   std::set<ThreadId> sleep;  // threads whose next step was fully explored from an earlier node
+  // Accesses the chosen thread performed inside this step after its point (a StepMerge's
+  // merged points): part of the step for dependence.
+  std::vector<SchedulingPoint> also;
 };
+
+// Every access of step `n`: its point, then what was merged into it.
+template <typename F>
+void ForEachAccess(const Node& n, F&& f) {
+  f(n.pending[n.chosen]);
+  for (const SchedulingPoint& p : n.also) f(p);
+}
 
 bool Runnable(const Node& n, ThreadId t) {
   return std::binary_search(n.runnable.begin(), n.runnable.end(), t);
@@ -45,7 +55,10 @@ class Follow final : public Strategy {
       : path_(path), prefix_(prefix), sleep_sets_(sleep_sets) {}
   ThreadId Pick(const Choice& c) override {
     const size_t i = c.step;
-    if (i < prefix_) return path_[i].chosen;
+    if (i < prefix_) {
+      path_[i].also.clear();  // the step runs again and reports its merged accesses again
+      return path_[i].chosen;
+    }
     Node n;
     n.runnable.assign(c.runnable.begin(), c.runnable.end());
     n.pending.assign(c.pending.begin(), c.pending.end());
@@ -72,9 +85,16 @@ class Follow final : public Strategy {
     path_.push_back(std::move(n));
     return path_.back().chosen;
   }
+  void OnInStep(uint64_t step, ThreadId /*t*/, const SchedulingPoint& p) override {
+    if (step < path_.size()) path_[step].also.push_back(p);
+    merged_ = true;
+  }
   std::string Name() const override { return "explore"; }
+  // Whether a step of this run had merged accesses.
+  bool merged() const { return merged_; }
 
  private:
+  bool merged_ = false;
   std::vector<Node>& path_;
   size_t prefix_;
   bool sleep_sets_;
@@ -132,7 +152,9 @@ void AddRaceReversals(std::vector<Node>& path, Add&& add, uint64_t& covered_race
   std::vector<std::vector<uint32_t>> thread_clock(threads, std::vector<uint32_t>(threads, 0));
   struct ObjectClocks {
     std::vector<uint32_t> write, reads;
-    std::vector<size_t> steps;  // the steps on this object, in order
+    // The steps on this object, in order, each with its access of it (a write if the step
+    // both reads and writes it).
+    std::vector<std::pair<size_t, SchedulingPoint>> steps;
   };
   std::map<uint32_t, ObjectClocks> objects;  // ordered: the same reversals in every build
   auto join = [](std::vector<uint32_t>& a, const std::vector<uint32_t>& b) {
@@ -142,26 +164,42 @@ void AddRaceReversals(std::vector<Node>& path, Add&& add, uint64_t& covered_race
   std::vector<std::vector<uint32_t>> before(n);
   for (size_t i = 0; i < n; ++i) {
     const ThreadId t = path[i].chosen;
-    const SchedulingPoint& p = path[i].pending[t];
     before[i] = thread_clock[t];
     std::vector<uint32_t> c = thread_clock[t];
     c[t] += 1;
-    if (p.object != 0) {
-      ObjectClocks& o = objects[p.object];
+    // Every access of the step (its point and the ones merged into it) joins as one step:
+    // the step depends on an object if any of its accesses does.
+    ForEachAccess(path[i], [&](const SchedulingPoint& a) {
+      if (a.object == 0) return;
+      ObjectClocks& o = objects[a.object];
       if (o.write.empty()) {
         o.write.assign(threads, 0);
         o.reads.assign(threads, 0);
       }
       join(c, o.write);
-      if (p.access == Access::kRead) {
+      if (!o.steps.empty() && o.steps.back().first == i) {
+        if (a.access != Access::kRead) o.steps.back().second = a;  // the step writes it
+      } else {
+        o.steps.push_back({i, a});
+      }
+    });
+    ForEachAccess(path[i], [&](const SchedulingPoint& a) {
+      if (a.object == 0) return;
+      ObjectClocks& o = objects[a.object];
+      if (a.access == Access::kRead) {
         join(o.reads, c);
       } else {
         join(c, o.reads);
+      }
+    });
+    ForEachAccess(path[i], [&](const SchedulingPoint& a) {
+      if (a.object == 0) return;
+      ObjectClocks& o = objects[a.object];
+      if (o.steps.back().second.access != Access::kRead) {
         o.write = c;
         std::fill(o.reads.begin(), o.reads.end(), 0);
       }
-      o.steps.push_back(i);
-    }
+    });
     own[i] = c[t];
     thread_clock[t] = c;
     clock[i] = std::move(c);
@@ -171,18 +209,19 @@ void AddRaceReversals(std::vector<Node>& path, Add&& add, uint64_t& covered_race
   };
   for (auto& [object, o] : objects) {
     for (size_t a = 0; a < o.steps.size(); ++a) {
-      const size_t i = o.steps[a];
+      const size_t i = o.steps[a].first;
       const ThreadId ti = path[i].chosen;
-      const SchedulingPoint& pi = path[i].pending[ti];
+      const SchedulingPoint& pi = o.steps[a].second;
       if (pi.access == Access::kWake) continue;
       for (size_t b = a; b-- > 0;) {
-        const size_t j = o.steps[b];
+        const size_t j = o.steps[b].first;
+        const SchedulingPoint& pj = o.steps[b].second;
         const ThreadId tj = path[j].chosen;
-        if (tj == ti || !Dependent(path[j].pending[tj], pi)) continue;
+        if (tj == ti || !Dependent(pj, pi)) continue;
         if (happens_before(j, before[i])) {
           // Ordered. Every step on the object before a write happens before that write, so
           // nothing earlier can race with i; an earlier read may, if j is a read.
-          if (path[j].pending[tj].access != Access::kRead) break;
+          if (pj.access != Access::kRead) break;
           continue;
         }
         // A race: reverse it unless an initial of v = (steps after j not happening after j),
@@ -204,7 +243,7 @@ void AddRaceReversals(std::vector<Node>& path, Add&& add, uint64_t& covered_race
           if (initials.empty())
             for (ThreadId t : path[j].runnable) add(path[j], t);  // i's thread is blocked at j
         }
-        if (path[j].pending[tj].access != Access::kRead) break;  // earlier ones happen before j
+        if (pj.access != Access::kRead) break;  // earlier ones happen before j
       }
     }
   }
@@ -216,14 +255,22 @@ ExploreResult Explorer::Explore(const std::function<bool(Strategy&)>& run) {
   ExploreResult r;
   std::vector<Node> path;
   size_t prefix = 0;
+  bool merged_steps = false;  // a run had steps of several accesses (a StepMerge)
   for (;;) {
     if (r.runs >= max_runs_) {
       r.budget_hit = true;
       return r;
     }
-    Follow follow(path, prefix, mode_ == Mode::kDpor && !std::getenv("RERACE_NO_SLEEP"));
+    Follow follow(path, prefix,
+                  mode_ == Mode::kDpor && !merged_steps && !std::getenv("RERACE_NO_SLEEP"));
     const bool failed = run(follow);
     ++r.runs;
+    if (follow.merged() && !merged_steps) {
+      // Steps of several accesses: a sleeping thread's next step may hold accesses its point
+      // does not show, so sleep sets could skip a dependent reversal. Off from here on.
+      merged_steps = true;
+      for (Node& n : path) n.sleep.clear();
+    }
     if (failed) {
       r.failed = true;
       for (const Node& n : path) r.failing.Append(n.chosen);

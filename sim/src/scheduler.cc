@@ -224,8 +224,23 @@ void Scheduler::Suspend() {
 void Scheduler::Point(SchedulingPoint p) {
   if (tearing_down_) return;
   RERACE_ASSERT(current_ != kNoThread, "Scheduler::Point called outside a logical thread");
+  if (options_.merge != nullptr && options_.merge->InStep(current_, p)) [[unlikely]] {
+    InStep(p);
+    return;
+  }
   pending_[current_] = p;
   Suspend();
+}
+
+// A point performed inside the current step: an access like any other for the history, the
+// race detector and the strategy, but no choice.
+void Scheduler::InStep(const SchedulingPoint& p) {
+  Thread& t = *threads_[current_];
+  t.history[t.history_next] = {step_, p};
+  t.history_next = (t.history_next + 1) % kHistory;
+  t.history_len = std::min(t.history_len + 1, kHistory);
+  if (options_.races) options_.races->OnStep(step_, current_, p);
+  strategy_.OnInStep(step_, current_, p);
 }
 
 void Scheduler::Block(uint32_t object, const char* waits_for, ThreadId holder) {

@@ -6,9 +6,11 @@
 #include <cstdlib>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "rerace/sim/classic_bugs.h"
+#include "rerace/sim/race_detector.h"
 #include "rerace/sim/sync.h"
 
 namespace rerace::sim {
@@ -205,6 +207,69 @@ TEST(Explore, DporReachesEveryOutcomeTheNaiveSearchReaches) {
       EXPECT_LE(d.runs, n.runs);
     }
   }
+}
+
+// Merges every point whose label starts with "in-step" into the step before it.
+class MergeInStep final : public StepMerge {
+ public:
+  bool InStep(ThreadId, const SchedulingPoint& p) override {
+    return std::string_view(p.label).starts_with("in-step");
+  }
+};
+
+// Thread 0 reads x and fails if it sees 1; thread 1 writes y at a point, then x inside the same
+// step. Only the merged access conflicts with thread 0's read.
+void RaceInsideAStep(Scheduler& s) {
+  auto x = std::make_shared<Shared<int>>(s, "x", 0);
+  auto y = std::make_shared<Shared<int>>(s, "y", 0);
+  s.Spawn("reader", [x] { Check(x->Read("reader: x") == 0, "saw the merged write"); });
+  s.Spawn("writer", [x, y] {
+    y->Write(1, "writer: y");
+    x->Write(1, "in-step: x");
+  });
+}
+
+TEST(Explore, DporSeesAccessesMergedIntoAStep) {
+  for (const bool merge : {false, true}) {
+    SCOPED_TRACE(merge ? "merged" : "every access a step");
+    MergeInStep m;
+    Explorer e(Explorer::Mode::kDpor, 100, 1000);
+    uint64_t steps = 0;
+    const ExploreResult r = e.Explore([&](Strategy& st) {
+      Scheduler::Options o;
+      o.merge = merge ? &m : nullptr;
+      Scheduler sched(st, o);
+      RaceInsideAStep(sched);
+      const RunResult run = sched.Run();
+      steps = run.steps;
+      return run.failed();
+    });
+    // The race on x is reversed whether the write is a step of its own or part of one.
+    EXPECT_TRUE(r.failed);
+    EXPECT_EQ(steps, merge ? 4u : 5u);  // two starts, read, write y (+ write x unmerged)
+  }
+}
+
+TEST(RaceDetectorInSteps, ReportsARaceOnAMergedAccess) {
+  MergeInStep m;
+  RaceDetector races;
+  RoundRobin rr;
+  Scheduler::Options o;
+  o.merge = &m;
+  o.races = &races;
+  Scheduler sched(rr, o);
+  auto x = std::make_shared<Shared<int>>(sched, "x", 0);
+  auto y = std::make_shared<Shared<int>>(sched, "y", 0);
+  sched.Spawn("reader", [x] { (void)x->Read("reader: x"); });
+  sched.Spawn("writer", [x, y] {
+    y->Write(1, "writer: y");
+    x->Write(1, "in-step: x");
+  });
+  const RunResult run = sched.Run();
+  ASSERT_FALSE(run.failed());
+  ASSERT_EQ(races.races().size(), 1u);
+  EXPECT_EQ(std::string(races.races()[0].second.label) + " / " + races.races()[0].first.label,
+            "in-step: x / reader: x");
 }
 
 }  // namespace

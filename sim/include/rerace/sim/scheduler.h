@@ -60,6 +60,7 @@ class Switchboard;
 class Strategy;
 class Scheduler;
 class RaceDetector;
+class StepMerge;
 
 using Nanos = uint64_t;
 
@@ -188,6 +189,19 @@ struct Choice {
   std::span<const SchedulingPoint> pending;  // the point each thread waits at, per thread id
 };
 
+// Steps of several accesses: a policy that says which points a thread performs without giving
+// the scheduler a choice (an interpreter that cannot switch threads between them, such as
+// CPython under the GIL between two eval-breaker checks). A merged point is still an access:
+// it enters the thread's history, the race detector, and the strategy's OnInStep (DPOR counts
+// it as part of the step), with the current step's number. Called on the scheduler's thread,
+// for every point of every thread, in order; consumes no random stream.
+class StepMerge {
+ public:
+  virtual ~StepMerge() = default;
+  // Thread `t` reached point `p`: true if `p` is performed inside `t`'s current step.
+  virtual bool InStep(ThreadId t, const SchedulingPoint& p) = 0;
+};
+
 class Scheduler {
  public:
   static constexpr size_t kHistory = 16;
@@ -196,6 +210,9 @@ class Scheduler {
     uint64_t max_steps = 10'000'000;  // the step bound; reaching it is a failure
     size_t stack_size = 0;            // 0: default (256 KiB, 2 MiB under sanitizers)
     RaceDetector* races = nullptr;    // if set, sees every step (race_detector.h)
+    // If set, asked at every point whether it is performed inside the current step (no
+    // choice, no switch): see StepMerge.
+    StepMerge* merge = nullptr;
   };
 
   // `strategy` must outlive the Scheduler. `pool`, if given, supplies fiber stacks and must
@@ -219,6 +236,7 @@ class Scheduler {
 
   // ---- Fiber only ----
   // A scheduling point: waits until the strategy picks this thread, which then performs `p`.
+  // With a StepMerge that says so, `p` is performed at once, inside the current step.
   void Point(SchedulingPoint p);
   // Blocks the current thread until Wake(); `waits_for` describes why, for deadlock reports.
   // NB: returns at once while the run is being torn down (after a failure); callers loop.
@@ -246,6 +264,7 @@ class Scheduler {
   static void Entry(void* arg);
   static detail::Fiber* Exit(void* arg);
   void Suspend();
+  void InStep(const SchedulingPoint& p);
   ThreadId NextStep();
   detail::Fiber* EndStep(bool finished);
   void Finish(Thread& t);

@@ -39,6 +39,10 @@ class Strategy {
   virtual ThreadId Pick(const Choice& c) = 0;
   // Called when the run ends without failure: a replay strategy reports steps left over.
   virtual std::optional<std::string> AtEnd(uint64_t /*steps*/) { return std::nullopt; }
+  // Thread `t` performed `p` inside step `step` without a choice (a StepMerge said so, see
+  // scheduler.h). A strategy that reasons about dependent steps (DPOR) counts it as part of
+  // the step; a strategy that wraps another must pass it on.
+  virtual void OnInStep(uint64_t /*step*/, ThreadId /*t*/, const SchedulingPoint& /*p*/) {}
   virtual std::string Name() const = 0;
 };
 
