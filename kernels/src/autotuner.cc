@@ -28,6 +28,12 @@ bool TunerFix::*SwitchOf(NamedFixId id) {
     case NamedFixId::kPerThreadTuner: return &TunerFix::per_thread_tuner;
     case NamedFixId::kPrewarm: return &TunerFix::prewarm;
     case NamedFixId::kOwnerThread: return &TunerFix::owner_thread;
+    // The Python patches' designs, natively: per-call state is per-thread state made stricter
+    // (no field of one call reaches another), and the per-key event is the per-key future
+    // (the first thread to miss a key tunes it, the others wait for it). Same verdicts on
+    // parallel threads; the model replays the patches' own steps (replay/src/fix.cc).
+    case NamedFixId::kTlsState: return &TunerFix::call_local;
+    case NamedFixId::kLockKeyEvent: return &TunerFix::key_future;
   }
   return nullptr;
 }

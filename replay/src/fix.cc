@@ -68,6 +68,13 @@ bool ApplyNamed(const std::string& n, Fix& f) {
     case NamedFixId::kOwnerThread:
       f.owner_thread = true;
       break;
+    case NamedFixId::kTlsState:  // fixes/tls_state.py: both per-call fields thread-local
+      f.thread_local_fields.insert(Field::kNargs);
+      f.thread_local_fields.insert(Field::kRestoreCopies);
+      break;
+    case NamedFixId::kLockKeyEvent:  // fixes/lock_key_event.py
+      f.per_key_event = true;
+      break;
   }
   return true;
 }

@@ -11,6 +11,7 @@
 #include <set>
 
 #include "python_engine.h"
+#include "tuner_world_gil.h"
 #include "rerace/sim/stack_pool.h"
 #include "models/registry.h"
 #include "tuner_world.h"
@@ -68,9 +69,20 @@ Result<std::string> Replayer::StartEngine() {
 }
 
 std::string Replayer::EngineSummary() {
-  if (options_.engine != "python") return "model";
+  if (options_.engine != "python") return detail::ModelEngine(Steps());
   auto info = StartEngine();
   return info ? detail::EngineSummaryOf(*info) : std::string();
+}
+
+const detail::StepMode& Replayer::Steps() {
+  if (!steps_) {
+    const std::string name = ModelName();
+    const detail::TunerModel* model = detail::FindModel(name);
+    steps_ = std::make_shared<const detail::StepMode>(
+        model == nullptr ? detail::StepMode{}
+                         : detail::ResolveStepMode(program_, options_, *model, name));
+  }
+  return *steps_;
 }
 
 std::string Replayer::ModelName() const {
@@ -99,6 +111,10 @@ ReplayResult Replayer::RunWith(sim::Strategy& strategy, std::vector<uint64_t>* a
   so.max_steps = options_.max_steps;
   sim::RaceDetector detector;
   if (options_.detect_races) so.races = &detector;
+  static const detail::StepMode kEveryAccess;
+  const detail::StepMode& steps = options_.engine == "python" ? kEveryAccess : Steps();
+  detail::GilSteps merge(steps);
+  if (steps.gil) so.merge = &merge;
   sim::Scheduler sched(strategy, so, pool_.get());
   if (options_.engine == "python") {
     if (anchors != nullptr)
@@ -129,7 +145,8 @@ ReplayResult Replayer::RunWith(sim::Strategy& strategy, std::vector<uint64_t>* a
   r.strategy = strategy.Name();
   r.fix = options_.fix.name;
   r.model = name;
-  r.engine = "model";
+  r.engine = detail::ModelEngine(steps);
+  r.steps = steps.why;
   r.run = sched.Run();
   world.Finalize(r);
   r.races = detector.races();
@@ -244,6 +261,7 @@ std::string FormatReport(const ReplayResult& r, const Program& p, const std::str
   else
     out += fmt::format("replay of {} (model {}, fix {}, strategy {})\n", p.source, r.model, r.fix,
                      r.strategy);
+  if (!r.steps.empty()) out += fmt::format("steps: {}\n", r.steps);
   if (r.findings.empty()) {
     out += "ok: no failure in this schedule\n";
   } else {

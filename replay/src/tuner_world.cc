@@ -23,7 +23,8 @@ TunerState::TunerState(sim::Scheduler& s, const std::string& name, size_t keys)
       bench_time(s, name + ".bench_time"),
       key_lock(s, name + " key lock"),
       futures(keys),
-      future_of(keys) {}
+      future_of(keys),
+      events(keys) {}
 
 TunerWorld::Queue::Queue(sim::Scheduler& s, const std::string& name)
     : m(s, name + " queue lock"), cv(s, name + " queue") {}
@@ -33,7 +34,8 @@ TunerWorld::TunerWorld(sim::Scheduler& s, const Program& p, const ReplayOptions&
     : s_(s), p_(p), o_(o), reps_(reps), model_(model),
       local_nargs_(o.fix.IsLocal(Field::kNargs)),
       local_copies_(o.fix.IsLocal(Field::kRestoreCopies)),
-      per_key_future_(o.fix.per_key_future), per_thread_tuner_(o.fix.per_thread_tuner),
+      per_key_future_(o.fix.per_key_future), per_key_event_(o.fix.per_key_event),
+      per_thread_tuner_(o.fix.per_thread_tuner),
       owner_thread_(o.fix.owner_thread), prewarm_(o.fix.prewarm),
       anchors_(anchors),
       cursor_(p.threads.size(), 0), fields_recorded_(p.threads.size(), false),
@@ -318,6 +320,10 @@ void TunerWorld::Call(uint32_t thread, uint32_t call) {
     q.cv.NotifyOne("send to owner");
     q.m.Unlock("send to owner");
     f.Get("wait for owner");
+    return;
+  }
+  if (per_key_event_ && c.configs.size() > 1) {
+    CallWithKeyEvent(thread, c, call);
     return;
   }
   Locked(LockFor(Region::kRun), "lock around Autotuner.run", [&] {

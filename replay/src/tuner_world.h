@@ -31,6 +31,7 @@
 #include "rerace/replay/replay.h"
 #include "rerace/sim/sync.h"
 #include "virtual_gpu.h"
+#include "tuner_world_gil.h"
 
 namespace rerace::replay::detail {
 
@@ -79,6 +80,8 @@ struct TunerState {
   // (its kernel's cache directory), shared by per-thread copies of the tuner. Starts empty
   // (the recording does not say what the cache directory held).
   sim::Shared<std::vector<Owned>>* disk = nullptr;
+  // lock-key-event: the event of a key whose owner is tuning it, by key id, guarded by key_lock.
+  std::vector<std::unique_ptr<sim::Promise<int32_t>>> events;
 };
 
 // The finding a run's scheduler failure stands for (deadlock, step bound, divergence, an
@@ -100,6 +103,9 @@ class TunerModel {
   // Executes call `call` (= c) of thread `thread` against `w`. Throws PyError for an
   // exception the real code would raise.
   virtual void Run(TunerWorld& w, uint32_t thread, const TunerCall& c, uint32_t call) const = 0;
+  // Per Python version, the windows the GIL makes atomic (tuner_world_gil.h); none for a
+  // tuner that is not Python code.
+  virtual std::span<const GilTable> GilTables() const { return {}; }
 };
 
 // Runs `f` holding `m` (if any). A PyError leaving `f` is caught, the lock released after the
@@ -189,6 +195,8 @@ class TunerWorld {
   void RunPrewarm();
   void RunOwner(uint32_t device);
   void Call(uint32_t thread, uint32_t call);
+  // lock-key-event: the patch's run around the model's (tuner_world_event.cc).
+  void CallWithKeyEvent(uint32_t thread, const TunerCall& c, uint32_t call);
   void AnchorOp(uint32_t thread, uint64_t seq);
   // --recorded: the recorded transitions a thread did not reach (it raised where the
   // recording went on).
@@ -204,6 +212,7 @@ class TunerWorld {
   const bool local_nargs_;
   const bool local_copies_;
   const bool per_key_future_;
+  const bool per_key_event_;
   const bool per_thread_tuner_;
   const bool owner_thread_;
   const bool prewarm_;

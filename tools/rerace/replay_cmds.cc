@@ -54,6 +54,7 @@ struct Common {
   std::string engine = "model";
   std::vector<std::string> patches;
   std::string python_mode = "auto";
+  std::string python_version;
   std::string python_exe = "python3";
   std::string failure;  // --failure KIND
   // The options as parsed: a flag the user gave is told from a default by its count (a
@@ -91,11 +92,23 @@ void AddCommon(CLI::App* sub, Common& c, bool with_strategy) {
                   "a training script applies a patch at start-up (repeatable)")
       ->check(CLI::ExistingFile);
   sub->add_option("--python", c.python_mode,
-                  "With --engine python: where a thread can lose the interpreter: gil (only where "
-                  "this CPython can hand the GIL over), free-threaded (at every shared access), or "
-                  "auto (as the recorded interpreter ran; gil when the recording does not say)")
+                  "Where a thread can lose the interpreter: gil (only where this CPython can hand "
+                  "the GIL over; the model merges the accesses between two such places into one "
+                  "step), free-threaded (at every shared access), or auto (as the recorded "
+                  "interpreter ran; without a recorded one, the python engine takes gil and the "
+                  "model every access a step)")
       ->default_val("auto")
       ->check(CLI::IsMember({"auto", "gil", "free-threaded"}));
+  sub->add_option("--python-version", c.python_version,
+                  "With --engine model: the CPython version (X.Y) whose GIL hand-over places cut "
+                  "the steps, instead of the recorded one")
+      ->check([](const std::string& v) {
+        const size_t dot = v.find('.');
+        const bool ok = dot != std::string::npos && dot > 0 && dot + 1 < v.size() &&
+                        v.find_first_not_of("0123456789.") == std::string::npos &&
+                        v.find('.', dot + 1) == std::string::npos;
+        return ok ? std::string() : "expected a version X.Y such as 3.12, found '" + v + "'";
+      });
   sub->add_option("--python-exe", c.python_exe,
                   "With --engine python: the Python that runs the tuner code (its Triton is the "
                   "one replayed)")
@@ -162,8 +175,12 @@ Result<Loaded> Load(const std::string& path, const Common& c, bool refuse_trunca
   const bool python = c.engine == "python";
   auto fix = python ? Result<Fix>(Fix{}) : ParseFix(c.fix);
   if (!fix) return fix.error();
-  if (!python && (!c.patches.empty() || c.python_mode != "auto" || c.python_exe != "python3"))
-    return Error{"--patch, --python and --python-exe need --engine python", kExitUsage};
+  if (!python && (!c.patches.empty() || c.python_exe != "python3"))
+    return Error{"--patch and --python-exe need --engine python", kExitUsage};
+  if (python && !c.python_version.empty())
+    return Error{"--python-version is for --engine model (the python engine runs the version of "
+                 "--python-exe)",
+                 kExitUsage};
   if (!python && c.model == "auto")
     if (auto cls = UnknownTunerClass(*program))
       return Error{fmt::format("{}: the tuner class '{}' is not one rerace models (Triton's "
@@ -183,6 +200,8 @@ Result<Loaded> Load(const std::string& path, const Common& c, bool refuse_trunca
   l.options.reps = c.reps;
   l.options.max_steps = c.max_steps;
   l.options.detect_races = c.races;
+  l.options.python_mode = c.python_mode;
+  l.options.python_version = c.python_version;
   const std::vector<std::string> patched = PatchedParts(l.program);
   if (!python && !patched.empty() && c.fix == "none")
     return Error{fmt::format("{}: the recorded program was patched ({}): the C++ model would check "
@@ -248,6 +267,7 @@ std::string Flags(const std::string& trace, const Common& c) {
   if (c.engine != "model") f += " --engine " + c.engine;
   for (const std::string& p : c.patches) f += " --patch '" + p + "'";
   if (c.python_mode != "auto") f += " --python " + c.python_mode;
+  if (!c.python_version.empty()) f += " --python-version " + c.python_version;
   if (c.python_exe != "python3") f += " --python-exe '" + c.python_exe + "'";
   if (c.max_steps != kDefaultMaxSteps) f += fmt::format(" --max-steps {}", c.max_steps);
   if (!c.failure.empty()) f += " --failure '" + c.failure + "'";

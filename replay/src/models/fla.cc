@@ -55,7 +55,7 @@ const TunerModel& Fla() {
     l.where_reset = "fla/ops/utils/cache.py:356 in _pre_hook";
     return l;
   }();
-  static const ItemsPostHookModel model(labels, kWhereMissed);
+  static const ItemsPostHookModel model(labels, kWhereMissed, Triton36Gil());
   return model;
 }
 

@@ -14,8 +14,9 @@ namespace rerace::replay::detail {
 class ItemsPostHookModel : public Triton36Model {
  public:
   // `where_missed`: "triton/runtime/autotuner.py:LINE in _post_hook", LINE the loop's.
-  ItemsPostHookModel(const Labels& labels, const char* where_missed)
-      : Triton36Model(labels), where_missed_(where_missed) {}
+  ItemsPostHookModel(const Labels& labels, const char* where_missed,
+                     std::span<const GilTable> gil = {})
+      : Triton36Model(labels, gil), where_missed_(where_missed) {}
 
  protected:
   void PostHook(TunerWorld& w, uint32_t thread, const TunerCall& c, TunerState& st,

@@ -36,7 +36,7 @@ const Labels kNativeLabels = {
 }  // namespace
 
 const TunerModel& Native() {
-  static const Triton36Model model(kNativeLabels);
+  static const Triton36Model model(kNativeLabels, {});  // C++ threads: no GIL
   return model;
 }
 

@@ -75,9 +75,45 @@ const Labels kTriton36Labels = {
     .where_reset = "triton/runtime/autotuner.py:61 in _pre_hook",
     .pre_hook_writes_empty_copies = true,
 };
+
+// The windows the GIL makes atomic, per CPython version, from the bytecode of the 3.6.0 wheel's
+// autotuner.py (tools/scripts/gil-regions.py; the ctest gil_regions_triton_3_6 checks them).
+// BEGIN GIL REGIONS (tools/scripts/gil-regions.py triton_3_6; do not edit by hand)
+constexpr GilWindow kTriton36Gil311[] = {
+    {.from = 213, .to = 216, .warmup = 7},  // RunSetNargs -> RunReadNargs: atomic once warm: CALL (len/isinstance/type)
+    {.from = 213, .to = 245, .warmup = -1},  // RunSetNargs -> BestConfig: split: CALL (len/isinstance/type)
+    {.from = 216, .to = 223, .warmup = -1},  // RunReadNargs -> RunCacheCheck: split: CALL at offset 202
+    {.from = 223, .to = 242, .warmup = -1},  // RunCacheCheck -> RunCacheRead: split: CALL at offset 512
+    {.from = 242, .to = 245, .warmup = 0},  // RunCacheRead -> BestConfig: atomic
+    {.from = 245, .to = 257, .warmup = -1},  // BestConfig -> RunClearNargs: split: CALL at offset 1006
+    {.from = 231, .to = 232, .warmup = -1},  // BenchTime -> CacheWrite: split: CALL at offset 174
+    {.from = 232, .to = 233, .warmup = 0},  // CacheWrite -> BenchmarkNargs: atomic
+    {.from = 233, .to = 235, .warmup = -1},  // BenchmarkNargs -> ConfigsTimings: split: CALL at offset 272
+    {.from = 74, .to = 74, .warmup = -1},  // PostHookRead -> PostHookRead: split: another function or a backward jump
+    {.from = 74, .to = 75, .warmup = -1},  // PostHookRead -> PostHookReset: split: CALL at offset 86
+};
+constexpr GilWindow kTriton36Gil312[] = {
+    {.from = 213, .to = 216, .warmup = 1},  // RunSetNargs -> RunReadNargs: atomic once warm: CALL (len/isinstance/type)
+    {.from = 213, .to = 245, .warmup = -1},  // RunSetNargs -> BestConfig: split: CALL (len/isinstance/type)
+    {.from = 216, .to = 223, .warmup = -1},  // RunReadNargs -> RunCacheCheck: split: CALL at offset 192
+    {.from = 223, .to = 242, .warmup = -1},  // RunCacheCheck -> RunCacheRead: split: CALL at offset 562
+    {.from = 242, .to = 245, .warmup = 0},  // RunCacheRead -> BestConfig: atomic
+    {.from = 245, .to = 257, .warmup = -1},  // BestConfig -> RunClearNargs: split: CALL at offset 1126
+    {.from = 231, .to = 232, .warmup = -1},  // BenchTime -> CacheWrite: split: CALL at offset 228
+    {.from = 232, .to = 233, .warmup = 0},  // CacheWrite -> BenchmarkNargs: atomic
+    {.from = 233, .to = 235, .warmup = -1},  // BenchmarkNargs -> ConfigsTimings: split: CALL at offset 342
+    {.from = 74, .to = 74, .warmup = -1},  // PostHookRead -> PostHookRead: split: another function or a backward jump
+    {.from = 74, .to = 75, .warmup = -1},  // PostHookRead -> PostHookReset: split: CALL at offset 90
+};
+constexpr GilTable kTriton36Gil[] = {
+    {.python = "3.11", .windows = kTriton36Gil311},
+    {.python = "3.12", .windows = kTriton36Gil312},
+};
+// END GIL REGIONS
 }  // namespace
 
 const Labels& Triton36Labels() { return kTriton36Labels; }
+std::span<const GilTable> Triton36Gil() { return kTriton36Gil; }
 
 std::optional<std::string> CopyError(const Program& p, int32_t from_call, int32_t into_call,
                                      size_t i) {
@@ -121,7 +157,7 @@ const DiskLabels kTriton36Disk = {
 
 const TunerModel& Triton36() {
   // With the recorded cache_results, check_disk_cache (disk_cache.h) as 3.4's.
-  static const WithDiskCache<Triton36Model> model(kTriton36Disk, kTriton36Labels);
+  static const WithDiskCache<Triton36Model> model(kTriton36Disk, kTriton36Labels, kTriton36Gil);
   return model;
 }
 

@@ -51,8 +51,9 @@ struct Labels {
   bool pre_hook_writes_empty_copies = true;
 };
 
-// Triton 3.6's own table (autotuner.py of the 3.6.0 wheel).
+// Triton 3.6's own table (autotuner.py of the 3.6.0 wheel), and its GIL windows.
 const Labels& Triton36Labels();
+std::span<const GilTable> Triton36Gil();
 
 // What torch raises when the post-hook copies restore_value entry `i` of call `from_call`'s
 // tensors into call `into_call`'s (`kwargs[name].copy_(saved)`: the saved copy broadcast to the
@@ -64,8 +65,11 @@ std::optional<std::string> CopyError(const Program& p, int32_t from_call, int32_
 
 class Triton36Model : public TunerModel {
  public:
-  explicit Triton36Model(const Labels& labels) : L_(labels) {}
+  // `gil`: the model's GIL windows per Python version (none: every access a step).
+  explicit Triton36Model(const Labels& labels, std::span<const GilTable> gil = {})
+      : L_(labels), gil_(gil) {}
   void Run(TunerWorld& w, uint32_t thread, const TunerCall& c, uint32_t call) const override;
+  std::span<const GilTable> GilTables() const override { return gil_; }
 
  protected:
   // Autotuner.run from `self.nargs = ...` to `self.nargs = None`, on state `st`.
@@ -90,6 +94,7 @@ class Triton36Model : public TunerModel {
                         size_t config, const Nargs& n) const;
 
   const Labels& L_;
+  const std::span<const GilTable> gil_;
 };
 
 }  // namespace rerace::replay::detail

@@ -80,6 +80,41 @@ const Labels kTriton38Labels = {
     .where_reset = "triton/runtime/autotuner.py:62 in _pre_hook",
     .pre_hook_writes_empty_copies = true,
 };
+
+// The windows the GIL makes atomic, per CPython version, from the bytecode of the 3.8.0 wheel's
+// autotuner.py (tools/scripts/gil-regions.py; the ctest gil_regions_triton_3_8 checks them).
+// BEGIN GIL REGIONS (tools/scripts/gil-regions.py triton_3_8; do not edit by hand)
+constexpr GilWindow kTriton38Gil311[] = {
+    {.from = 218, .to = 221, .warmup = 7},  // RunSetNargs -> RunReadNargs: atomic once warm: CALL (len/isinstance/type)
+    {.from = 218, .to = 269, .warmup = -1},  // RunSetNargs -> BestConfig: split: CALL (len/isinstance/type)
+    {.from = 221, .to = 228, .warmup = -1},  // RunReadNargs -> RunCacheCheck: split: CALL at offset 204
+    {.from = 228, .to = 266, .warmup = -1},  // RunCacheCheck -> RunCacheRead: split: CALL at offset 516
+    {.from = 266, .to = 269, .warmup = 0},  // RunCacheRead -> BestConfig: atomic
+    {.from = 269, .to = 281, .warmup = -1},  // BestConfig -> RunClearNargs: split: CALL at offset 1376
+    {.from = 242, .to = 243, .warmup = -1},  // BenchTime -> CacheWrite: split: CALL at offset 174
+    {.from = 243, .to = 244, .warmup = 0},  // CacheWrite -> BenchmarkNargs: atomic
+    {.from = 244, .to = 246, .warmup = -1},  // BenchmarkNargs -> ConfigsTimings: split: CALL at offset 272
+    {.from = 78, .to = 78, .warmup = -1},  // PostHookRead -> PostHookRead: split: another function or a backward jump
+    {.from = 78, .to = 80, .warmup = -1},  // PostHookRead -> PostHookReset: split: CALL at offset 42
+};
+constexpr GilWindow kTriton38Gil312[] = {
+    {.from = 218, .to = 221, .warmup = 1},  // RunSetNargs -> RunReadNargs: atomic once warm: CALL (len/isinstance/type)
+    {.from = 218, .to = 269, .warmup = -1},  // RunSetNargs -> BestConfig: split: CALL (len/isinstance/type)
+    {.from = 221, .to = 228, .warmup = -1},  // RunReadNargs -> RunCacheCheck: split: CALL at offset 192
+    {.from = 228, .to = 266, .warmup = -1},  // RunCacheCheck -> RunCacheRead: split: CALL at offset 564
+    {.from = 266, .to = 269, .warmup = 0},  // RunCacheRead -> BestConfig: atomic
+    {.from = 269, .to = 281, .warmup = -1},  // BestConfig -> RunClearNargs: split: CALL at offset 1514
+    {.from = 242, .to = 243, .warmup = -1},  // BenchTime -> CacheWrite: split: CALL at offset 228
+    {.from = 243, .to = 244, .warmup = 0},  // CacheWrite -> BenchmarkNargs: atomic
+    {.from = 244, .to = 246, .warmup = -1},  // BenchmarkNargs -> ConfigsTimings: split: CALL at offset 342
+    {.from = 78, .to = 78, .warmup = -1},  // PostHookRead -> PostHookRead: split: another function or a backward jump
+    {.from = 78, .to = 80, .warmup = -1},  // PostHookRead -> PostHookReset: split: CALL at offset 46
+};
+constexpr GilTable kTriton38Gil[] = {
+    {.python = "3.11", .windows = kTriton38Gil311},
+    {.python = "3.12", .windows = kTriton38Gil312},
+};
+// END GIL REGIONS
 constexpr const char* kWhereMissed = "triton/runtime/autotuner.py:78 in _post_hook";
 }  // namespace
 
@@ -97,7 +132,8 @@ const DiskLabels kTriton38Disk = {
 
 const TunerModel& Triton38() {
   // With the recorded cache_results, check_disk_cache (disk_cache.h) as 3.4's.
-  static const WithDiskCache<ItemsPostHookModel> model(kTriton38Disk, kTriton38Labels, kWhereMissed);
+  static const WithDiskCache<ItemsPostHookModel> model(kTriton38Disk, kTriton38Labels, kWhereMissed,
+                                                        kTriton38Gil);
   return model;
 }
 

@@ -23,6 +23,8 @@ enum class NamedFixId {
   kPerThreadTuner,
   kPrewarm,
   kOwnerThread,
+  kTlsState,
+  kLockKeyEvent,
 };
 
 struct NamedFix {
@@ -48,6 +50,13 @@ inline constexpr NamedFix kNamedFixes[] = {
      .stands_for = "tune every key serially before the threads start"},
     {.id = NamedFixId::kOwnerThread, .name = "owner-thread",
      .stands_for = "one thread per GPU owns tuning and launches; the others send it work"},
+    {.id = NamedFixId::kTlsState, .name = "tls-state",
+     .stands_for = "self.nargs and self.restore_copies thread-local by property (the spirit of "
+                   "Triton PR 11509; fixes/tls_state.py)"},
+    {.id = NamedFixId::kLockKeyEvent, .name = "lock-key-event",
+     .stands_for = "a lock plus a per-key event around Autotuner.run: the first thread to miss "
+                   "a key tunes it, the others wait, then run with it cached (PR 8437's design; "
+                   "fixes/lock_key_event.py)"},
 };
 
 // The entry named `name`, or null.

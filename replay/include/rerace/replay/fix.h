@@ -18,6 +18,10 @@
 //   per-thread-tuner  each thread its own copy of the tuner
 //   prewarm           every key tuned serially before the threads start
 //   owner-thread      one thread per GPU owns tuning and launches; the others send it work
+//   tls-state         nargs and restore_copies thread-local (fixes/tls_state.py)
+//   lock-key-event    a lock plus a per-key event around all of Autotuner.run: the first thread
+//                     to miss its key runs it (tunes), the others wait for the event, then run
+//                     with the key cached (fixes/lock_key_event.py)
 //
 // Plain value; no thread-safety of its own.
 #pragma once
@@ -49,6 +53,7 @@ struct Fix {
   std::set<Field> thread_local_fields;   // one value per thread
   std::vector<std::pair<Region, std::string>> locks;  // region → lock name (same name, same lock)
   bool per_key_future = false;
+  bool per_key_event = false;  // lock-key-event
   bool per_thread_tuner = false;
   bool prewarm = false;
   bool owner_thread = false;

@@ -44,6 +44,7 @@ class StackPool;
 }
 namespace rerace::replay::detail {
 class PythonProcess;
+struct StepMode;
 }
 
 namespace rerace::replay {
@@ -62,7 +63,11 @@ struct ReplayOptions {
   std::vector<std::string> patches;       // python: files imported before the tuners are built
   // python: "gil" or "free-threaded" switch points; "auto": as the recorded interpreter ran
   // (the probe's metadata), the GIL when the recording does not say.
+  // model: the same for a Python tuner's steps (replay/src/tuner_world_gil.h); "auto" without
+  // a recorded interpreter: every access a step. `python_version` ("3.12") overrides the
+  // recorded version whose GIL windows apply.
   std::string python_mode = "auto";
+  std::string python_version;
   std::string python_exe = "python3";
   // --failure KIND: only a finding with this code makes a run count as failing for check's
   // verdict and fuzz's findings (empty: any finding). Does not change a run.
@@ -104,6 +109,9 @@ struct ReplayResult {
   // What ran: "model", or the python engine's interpreter, mode, Triton and patches
   // (Replayer::EngineSummary); a saved schedule records it and replays only under the same.
   std::string engine;
+  // model: how steps were cut, and why, when it is not every access a step by default
+  // ("CPython 3.12 with the GIL (as recorded, ...)"); empty otherwise.
+  std::string steps;
   bool failed() const { return !findings.empty(); }
   // Distinct failure signature, for fuzz's de-duplication: codes and where, not thread ids.
   std::string Signature() const;
@@ -139,10 +147,13 @@ class Replayer {
  private:
   // `anchors`: the recorded-order strategy's per-thread position, kept by the model (or null).
   ReplayResult RunWith(sim::Strategy& strategy, std::vector<uint64_t>* anchors, uint32_t reps);
+  // model: the steps' mode (tuner_world_gil.h), resolved on first use.
+  const detail::StepMode& Steps();
   const Program& program_;
   ReplayOptions options_;
   std::unique_ptr<sim::StackPool> pool_;
   std::unique_ptr<detail::PythonProcess> py_;
+  std::shared_ptr<const detail::StepMode> steps_;
 };
 
 // python engine: resolves `--fix` text: names joined by '+', each "none", "prewarm" (the
