@@ -1,0 +1,147 @@
+// The model's steps under the GIL and free-threaded (replay/src/tuner_world_gil.h), on the
+// brief's experiment (traces/samples/triton-none-h200.rrt, the H200's CPython 3.12): each named
+// fix's outcome over the same random-walk seeds in both modes, the H200's real runs as the
+// reference for the GIL (docs/FIDELITY.md), and the real-code engine (--engine python) in both
+// modes as the differential reference for the fixes whose verdict the mode decides.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <string>
+
+#include "rerace/replay/fix.h"
+#include "rerace/replay/replay.h"
+#include "rerace/sim/strategy.h"
+#include "samples.h"
+
+#ifndef RERACE_PY_ROOT
+#define RERACE_PY_ROOT ""
+#endif
+
+namespace rerace::replay {
+namespace {
+
+// How many of seeds 1..n fail.
+uint64_t Failing(Replayer& rep, uint64_t n) {
+  uint64_t failing = 0;
+  for (uint64_t s = 1; s <= n; ++s) {
+    sim::RandomWalk w(s);
+    const ReplayResult r = rep.Run(w);
+    for (const Finding& f : r.findings) EXPECT_NE(f.code, "internal") << f.words;
+    failing += r.failed() ? 1u : 0u;
+  }
+  return failing;
+}
+
+ReplayOptions ModelOptions(const std::string& fix, const std::string& mode) {
+  ReplayOptions o;
+  auto f = ParseFix(fix);
+  EXPECT_TRUE(f.ok()) << fix;
+  o.fix = *f;
+  o.python_mode = mode;
+  o.python_version = "3.12";  // the H200's; the 12-02 recording predates the probe's metadata
+  return o;
+}
+
+struct Case {
+  const char* fix;
+  bool fails_gil;   // = the H200's real runs (CPython 3.12.3 with the GIL)
+  bool fails_free;  // every access a step (the native workload's parallel threads)
+};
+
+class ModelGil : public ::testing::TestWithParam<Case> {};
+
+TEST_P(ModelGil, VerdictPerModeOnTheBriefsExperiment) {
+  const Case c = GetParam();
+  const Program p = testing::LoadSample("triton-none-h200.rrt");
+  constexpr uint64_t kSeeds = 40;
+  Replayer gil(p, ModelOptions(c.fix, "gil"));
+  Replayer free(p, ModelOptions(c.fix, "free-threaded"));
+  const uint64_t g = Failing(gil, kSeeds);
+  const uint64_t f = Failing(free, kSeeds);
+  std::printf("%-15s gil: %llu/%llu failing, free-threaded: %llu/%llu\n", c.fix,
+              static_cast<unsigned long long>(g), static_cast<unsigned long long>(kSeeds),
+              static_cast<unsigned long long>(f), static_cast<unsigned long long>(kSeeds));
+  EXPECT_EQ(g > 0, c.fails_gil) << c.fix << " under the GIL";
+  EXPECT_EQ(f > 0, c.fails_free) << c.fix << " free-threaded";
+}
+
+INSTANTIATE_TEST_SUITE_P(NamedFixes, ModelGil,
+                         ::testing::Values(Case{"none", true, true}, Case{"tls-nargs", true, true},
+                                           Case{"lock-run", false, false},
+                                           Case{"tls-state", false, false},
+                                           Case{"lock-key-event", false, true},
+                                           Case{"prewarm", false, true}),
+                         [](const auto& tp) {
+                           std::string n = tp.param.fix;
+                           for (char& ch : n)
+                             if (ch == '-') ch = '_';
+                           return n;
+                         });
+
+TEST(ModelGilSteps, MergesStepsAndSaysWhy) {
+  const Program p = testing::LoadSample("triton-prewarm-patched-h200.rrt");  // metadata: 3.12, GIL
+  Replayer recorded(p, ReplayOptions{});
+  ReplayOptions fo;
+  fo.python_mode = "free-threaded";
+  Replayer free(p, fo);
+  sim::RandomWalk a(3), b(3);
+  const ReplayResult g = recorded.Run(a);
+  const ReplayResult f = free.Run(b);
+  EXPECT_EQ(g.engine, "model, CPython 3.12 GIL steps");
+  EXPECT_NE(g.steps.find("CPython 3.12 with the GIL (as recorded"), std::string::npos) << g.steps;
+  EXPECT_EQ(f.engine, "model");
+  EXPECT_LT(g.run.steps, f.run.steps);  // the 213-216 and 232-233 windows are one step each
+  // A recording without the probe's metadata, nothing given: every access a step, as before.
+  const Program old = testing::LoadSample("triton-none-h200.rrt");
+  Replayer plain(old, ReplayOptions{});
+  sim::RandomWalk c(3);
+  const ReplayResult r = plain.Run(c);
+  EXPECT_EQ(r.engine, "model");
+  EXPECT_EQ(r.steps, "");
+  // A version without a table: the GIL, no window merged, and the report says so.
+  ReplayOptions o310;
+  o310.python_mode = "gil";
+  o310.python_version = "3.10";
+  Replayer v310(old, o310);
+  sim::RandomWalk d(3);
+  const ReplayResult r310 = v310.Run(d);
+  EXPECT_NE(r310.steps.find("no table of atomic windows for 3.10"), std::string::npos) << r310.steps;
+}
+
+// The real code in both modes, for the fixes whose verdict the mode decides: the GIL's hand-over
+// places make them hold, every access a step breaks them, in the model and in the real code.
+TEST(ModelGilAgainstRealCode, PrewarmAndLockKeyEventPerMode) {
+  const std::string root = RERACE_PY_ROOT;
+  const std::string python = root + "/venv312/bin/python";
+  if (root.empty() || access(python.c_str(), X_OK) != 0)
+    GTEST_SKIP() << python << " is missing (tools/scripts/python-envs.sh makes it)";
+  unsetenv("PYTHONPATH");
+  const Program p = testing::LoadSample("triton-none-h200.rrt");
+  constexpr uint64_t kSeeds = 8;
+  for (const char* fix : {"prewarm", "lock-key-event"}) {
+    for (const char* mode : {"gil", "free-threaded"}) {
+      SCOPED_TRACE(std::string(fix) + " " + mode);
+      ReplayOptions eo;
+      eo.engine = "python";
+      eo.python_exe = python;
+      eo.python_mode = mode;
+      auto u = UsePythonFix(fix, eo);
+      ASSERT_TRUE(u.ok()) << u.error().message;
+      Replayer engine(p, eo);
+      auto info = engine.StartEngine();
+      ASSERT_TRUE(info.ok()) << info.error().message;
+      Replayer model(p, ModelOptions(fix, mode));
+      const uint64_t e = Failing(engine, kSeeds);
+      const uint64_t m = Failing(model, kSeeds);
+      std::printf("%-15s %-13s real code %llu/%llu failing, model %llu/%llu\n", fix, mode,
+                  static_cast<unsigned long long>(e), static_cast<unsigned long long>(kSeeds),
+                  static_cast<unsigned long long>(m), static_cast<unsigned long long>(kSeeds));
+      EXPECT_EQ(e > 0, m > 0);
+      EXPECT_EQ(e > 0, std::string(mode) == "free-threaded");
+    }
+  }
+}
+
+}  // namespace
+}  // namespace rerace::replay
