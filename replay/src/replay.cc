@@ -111,8 +111,11 @@ ReplayResult Replayer::RunWith(sim::Strategy& strategy, std::vector<uint64_t>* a
   so.max_steps = options_.max_steps;
   sim::RaceDetector detector;
   if (options_.detect_races) so.races = &detector;
+  // --recorded follows the recording's own interleaving (the probe's marks are Python code,
+  // places where the recorded run could switch): every access a step there.
   static const detail::StepMode kEveryAccess;
-  const detail::StepMode& steps = options_.engine == "python" ? kEveryAccess : Steps();
+  const detail::StepMode& steps =
+      options_.engine == "python" || anchors != nullptr ? kEveryAccess : Steps();
   detail::GilSteps merge(steps);
   if (steps.gil) so.merge = &merge;
   sim::Scheduler sched(strategy, so, pool_.get());
