@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <ostream>
 #include <string>
 
 #include "rerace/replay/fix.h"
@@ -48,6 +49,8 @@ struct Case {
   bool fails_gil;   // = the H200's real runs (CPython 3.12.3 with the GIL)
   bool fails_free;  // every access a step (the native workload's parallel threads)
 };
+
+void PrintTo(const Case& c, std::ostream* os) { *os << c.fix; }
 
 class ModelGil : public ::testing::TestWithParam<Case> {};
 
