@@ -15,9 +15,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (f.error().exit_code != 64 || f.error().message.find('\n') != std::string::npos) std::abort();
     return 0;
   }
-  const bool changes = !f->thread_local_fields.empty() || !f->locks.empty() || f->per_key_future ||
-                       f->per_thread_tuner || f->prewarm || f->owner_thread;
-  if (!changes && text != "none") std::abort();
+  if (!f->ChangesModel() && text != "none") std::abort();
   for (const auto& [region, lock] : f->locks)
     if (lock.empty()) std::abort();  // a lock without a name is no lock
   return 0;

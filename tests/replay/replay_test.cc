@@ -315,6 +315,17 @@ TEST(Fix, DescriptionsThatSayNothingAreUsageErrors) {
   }
 }
 
+// Every named fix but "none" changes the tuner: a name that parsed to nothing would certify the
+// stock code under a fix's name (the fix fuzzer holds parsed descriptions to the same).
+TEST(Fix, EveryNamedFixChangesTheModel) {
+  for (const std::string& name : FixNames()) {
+    SCOPED_TRACE(name);
+    auto f = ParseFix(name);
+    ASSERT_TRUE(f.ok()) << f.error().message;
+    EXPECT_EQ(f->ChangesModel(), name != "none");
+  }
+}
+
 TEST(Fix, NamesComposeAndDescriptionsParse) {
   auto f = ParseFix("tls-nargs+lock-run");
   ASSERT_TRUE(f.ok());

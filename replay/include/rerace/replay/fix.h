@@ -59,6 +59,12 @@ struct Fix {
   bool owner_thread = false;
 
   bool IsLocal(Field f) const { return thread_local_fields.count(f) != 0; }
+  // Whether the fix changes the tuner at all (false for "none"). A new kind of fix adds its
+  // field here too: the fix fuzzer holds every parsed description but "none" to this.
+  bool ChangesModel() const {
+    return !thread_local_fields.empty() || !locks.empty() || per_key_future || per_key_event ||
+           per_thread_tuner || prewarm || owner_thread;
+  }
   // The lock name for a region, or "" if none.
   std::string LockFor(Region r) const;
 };
