@@ -102,12 +102,7 @@ Verdict CheckFix(const Program& program, const ReplayOptions& options, uint64_t 
   v.pct_steps = MeasureShape(rep).steps;
   for (uint64_t i = 0; i < runs; ++i) {
     const uint64_t s = seed + i;
-    std::unique_ptr<sim::Strategy> strategy;
-    switch (i % 3) {
-      case 0: strategy = std::make_unique<sim::RandomWalk>(s); break;
-      case 1: strategy = std::make_unique<sim::Pct>(s, 2, v.pct_steps); break;
-      default: strategy = std::make_unique<sim::Pct>(s, 3, v.pct_steps); break;
-    }
+    const std::unique_ptr<sim::Strategy> strategy = SampledStrategy(i, seed, v.pct_steps);
     ReplayResult r = rep.Run(*strategy);
     ++v.explored;
     if (options.detect_races) MergeRaces(v.races, r.races);

@@ -811,38 +811,25 @@ int RunCheck(const CheckArgs& a) {
     Replayer probe(l->program, l->options);
     if (auto e = StartEngine(probe); !e) return ReportError(e.error());
   }
-  std::optional<BoundedVerdict> bounded;
-  Verdict v;
-  // Without --bound: DPOR at bound 1 within auto_runs runs, then the sampled schedules. The
-  // real code runs tens of schedules a second, not thousands: smaller budgets unless given.
-  constexpr uint32_t kAutoBound = 1;
-  const bool python = l->options.engine == "python";
-  const uint64_t auto_runs = python ? 200 : 20'000;
-  const uint64_t sampled_runs = python && a.runs_opt->count() == 0 ? 100 : a.runs;
-  const uint64_t auto_max = a.max_runs_opt->count() > 0 ? a.max_runs : auto_runs;
-  const bool automatic = a.bound < 0;
-  if (!automatic) {
-    bounded = CheckFixBounded(l->program, l->options, static_cast<uint32_t>(a.bound), a.max_runs, a.naive);
-    v = bounded->verdict;
-  } else {
-    bounded = CheckFixBounded(l->program, l->options, kAutoBound, std::min(a.max_runs, auto_max), false);
-    v = bounded->verdict;
-    if (v.holds) {
-      v = CheckFix(l->program, l->options, sampled_runs, a.seed);
-      v.explored += bounded->verdict.explored;
-      std::vector<sim::Race> all = bounded->verdict.races;
-      MergeRaces(all, v.races);
-      v.races = std::move(all);
-    }
-  }
+  CheckRequest request;
+  if (a.bound >= 0) request.bound = static_cast<uint32_t>(a.bound);
+  request.naive = a.naive;
+  request.runs = a.runs;
+  request.runs_given = a.runs_opt->count() > 0;
+  request.max_runs = a.max_runs;
+  request.max_runs_given = a.max_runs_opt->count() > 0;
+  request.seed = a.seed;
+  CheckOutcome outcome = CheckFix(l->program, l->options, PlanCheck(request, l->options.engine));
+  const CheckPlan& plan = outcome.plan;
+  const BoundedVerdict& systematic = outcome.systematic;
+  Verdict& v = outcome.verdict;
+  const bool automatic = plan.automatic;
   if (v.holds && v.explored == 0)
     return ReportError({fmt::format("{}: no schedule was explored (--runs {}, --max-runs {}): "
                                     "that is not a verdict; give at least one run",
                                     a.trace, a.runs, a.max_runs),
                         kExitUsage});
-  // Only the sampled schedules have a seed; DPOR's and the bounded search's have none.
-  std::optional<uint64_t> seed;
-  if (automatic && bounded->verdict.holds) seed = v.counterexample_seed;
+  const std::optional<uint64_t> seed = outcome.seed;
   // --bound 0 never preempts a thread: it cannot reach a race, so "holds" would certify nothing.
   const bool no_preemption = !automatic && a.bound == 0;
   const std::string against = a.c.failure.empty() ? "" : " against " + a.c.failure;
@@ -904,30 +891,31 @@ int RunCheck(const CheckArgs& a) {
     std::fputs(Colour(FormatReport(*v.counterexample, l->program, hint)).c_str(), stdout);
     std::printf("%s\n", shrink_note.c_str());
   } else {
-    const std::string systematic = fmt::format(
+    const std::string systematic_text = fmt::format(
         "{} with at most {} preemption{} ({} explored, {} pruned; {})",
-        bounded->naive ? "every interleaving a bounded depth-first search ran"
-                       : "every interleaving that DPOR distinguishes",
-        bounded->bound, bounded->bound == 1 ? "" : "s", bounded->verdict.explored, bounded->pruned,
-        bounded->exhausted ? "search exhausted"
-                           : fmt::format("stopped at the budget of {} runs{}",
-                                         automatic ? std::min(a.max_runs, auto_max) : a.max_runs,
-                                         automatic ? "" : " (--max-runs)"));
+        systematic.naive ? "every interleaving a bounded depth-first search ran"
+                         : "every interleaving that DPOR distinguishes",
+        systematic.bound, systematic.bound == 1 ? "" : "s", systematic.verdict.explored,
+        systematic.pruned,
+        systematic.exhausted ? "search exhausted"
+                             : fmt::format("stopped at the budget of {} runs{}", plan.max_runs,
+                                           automatic ? "" : " (--max-runs)"));
     if (no_preemption) {
       std::printf("verdict: inconclusive: fix '%s' did not fail%s in %llu schedule(s) without "
                   "preemption, but --bound 0 never preempts a thread, so it cannot reach a race: "
                   "this certifies nothing. Use --bound 1 or more, or no --bound.\n",
                   a.c.fix.c_str(), against.c_str(), static_cast<unsigned long long>(v.explored));
     } else if (!automatic) {
-      std::fputs(Colour(fmt::format("verdict: fix '{}' holds{} for {}\n", a.c.fix, against, systematic)).c_str(),
+      std::fputs(Colour(fmt::format("verdict: fix '{}' holds{} for {}\n", a.c.fix, against, systematic_text)).c_str(),
                  stdout);
     } else {
       std::fputs(Colour(fmt::format("verdict: fix '{}' holds{} for {}, and for every schedule "
                                     "sampled after it: {} (random walk, PCT d=2 and d=3 over k={} "
                                     "steps, seeds {}..{}). Chosen without --bound: bound {}, "
                                     "{} sampled runs; --bound B --max-runs N explores further.\n",
-                                    a.c.fix, against, systematic, sampled_runs, v.pct_steps, a.seed,
-                                    a.seed + sampled_runs - 1, kAutoBound, sampled_runs))
+                                    a.c.fix, against, systematic_text, plan.sampled_runs,
+                                    v.pct_steps, plan.seed, plan.seed + plan.sampled_runs - 1,
+                                    plan.bound, plan.sampled_runs))
                      .c_str(),
                  stdout);
     }

@@ -4,14 +4,25 @@
 // (random walk, PCT depth 2, PCT depth 3, in turn, each run its own seed, PCT's k measured by
 // one round-robin run), and stops at the first failing schedule: the counterexample (with
 // options.target, the first schedule with a finding of that kind). Not exhaustive: "holds"
-// means "held in every schedule explored"; CheckFixBounded below explores systematically. The cost is the simulated step time under the timed strategy (the
-// thread earliest in virtual time runs), with the fix and without, and of the recorded order.
+// means "held in every schedule explored"; CheckFixBounded below explores systematically.
+// The cost is the simulated step time under the timed strategy (the thread earliest in
+// virtual time runs), with the fix and without, and of the recorded order.
+//
+// The check policy (PlanCheck, then CheckFix with the plan) is what `rerace check` runs: with
+// a bound, that bound systematically; without one, DPOR at kAutoBound within a budget and,
+// when the fix held there, the sampled portfolio after it. Example:
+//
+//   const CheckPlan plan = PlanCheck(CheckRequest{}, options.engine);
+//   const CheckOutcome out = CheckFix(program, options, plan);
+//   if (!out.verdict.holds) ... out.verdict.counterexample ...
 //
 // Deterministic: same program, options, runs and seed, same verdict. Single-threaded.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
+#include <string_view>
 
 #include "rerace/replay/replay.h"
 
@@ -57,5 +68,54 @@ struct BoundedVerdict {
 };
 BoundedVerdict CheckFixBounded(const Program& program, const ReplayOptions& options,
                                uint32_t bound, uint64_t max_runs, bool naive);
+
+// ---- the check policy ----
+
+// Without a bound, DPOR explores every interleaving with at most this many preemptions that
+// it distinguishes, within kAutoMaxRuns runs (kAutoMaxRunsPython for the real code, which runs
+// tens of schedules a second, not thousands), before the sampled schedules.
+inline constexpr uint32_t kAutoBound = 1;
+inline constexpr uint64_t kAutoMaxRuns = 20'000;
+inline constexpr uint64_t kAutoMaxRunsPython = 200;
+// The real code's sampled schedules when the runs are not given.
+inline constexpr uint64_t kSampledRunsPython = 100;
+
+// What the command line asked for; the *_given fields say whether the user gave the value
+// (the engine then keeps it) or it is the command's default (the engine may lower it).
+struct CheckRequest {
+  std::optional<uint32_t> bound;  // none: the automatic policy
+  bool naive = false;             // with a bound: plain bounded depth-first search
+  uint64_t runs = 3000;           // sampled schedules after DPOR (automatic only)
+  bool runs_given = false;
+  uint64_t max_runs = 200'000;    // the systematic search's budget
+  bool max_runs_given = false;
+  uint64_t seed = 1;              // the first sampled schedule's seed
+};
+
+// What CheckFix(program, options, plan) explores.
+struct CheckPlan {
+  bool automatic = true;      // no bound was given
+  uint32_t bound = kAutoBound;
+  bool naive = false;
+  uint64_t max_runs = kAutoMaxRuns;  // the systematic search's budget
+  uint64_t sampled_runs = 0;         // automatic: the portfolio's schedules after DPOR; else 0
+  uint64_t seed = 1;
+};
+// `engine` is ReplayOptions::engine ("model" or "python").
+CheckPlan PlanCheck(const CheckRequest& request, std::string_view engine);
+
+// The sampled portfolio's i-th schedule (i from 0): random walk, PCT depth 2, PCT depth 3 in
+// turn over `pct_steps` steps, with seed `seed + i`.
+std::unique_ptr<sim::Strategy> SampledStrategy(uint64_t i, uint64_t seed, uint64_t pct_steps);
+
+struct CheckOutcome {
+  CheckPlan plan;
+  BoundedVerdict systematic;  // the systematic search (its verdict, budget, pruning)
+  Verdict verdict;            // over everything explored: systematic and sampled
+  // The counterexample's seed: only a sampled schedule has one (DPOR's and the bounded
+  // search's have none).
+  std::optional<uint64_t> seed;
+};
+CheckOutcome CheckFix(const Program& program, const ReplayOptions& options, const CheckPlan& plan);
 
 }  // namespace rerace::replay

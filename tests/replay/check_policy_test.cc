@@ -1,0 +1,119 @@
+// The check policy (check.h): which bound, budgets and sampled portfolio `rerace check` runs.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <string>
+
+#include "rerace/replay/check.h"
+#include "rerace/replay/fix.h"
+#include "rerace/replay/program.h"
+#include "rerace/traces/reader.h"
+#include "rerace/traces/synth.h"
+
+namespace rerace::replay {
+namespace {
+
+TEST(CheckPolicy, PlansPerEngineAndWhatTheUserGave) {
+  struct Case {
+    const char* what;
+    const char* engine;
+    CheckRequest request;
+    bool automatic;
+    uint32_t bound;
+    bool naive;
+    uint64_t max_runs;
+    uint64_t sampled_runs;
+  };
+  CheckRequest bound2;
+  bound2.bound = 2;
+  bound2.naive = true;
+  bound2.max_runs = 500;
+  CheckRequest given;
+  given.runs = 7;
+  given.runs_given = true;
+  given.max_runs = 50;
+  given.max_runs_given = true;
+  CheckRequest big_given;
+  big_given.max_runs = 90'000;
+  big_given.max_runs_given = true;
+  CheckRequest small_default;  // a default below the automatic budget keeps the default
+  small_default.max_runs = 10;
+  const Case cases[] = {
+      {"model, nothing given", "model", CheckRequest{}, true, kAutoBound, false, kAutoMaxRuns, 3000},
+      {"python, nothing given", "python", CheckRequest{}, true, kAutoBound, false,
+       kAutoMaxRunsPython, kSampledRunsPython},
+      {"python, runs and max-runs given", "python", given, true, kAutoBound, false, 50, 7},
+      {"model, runs and max-runs given", "model", given, true, kAutoBound, false, 50, 7},
+      {"model, max-runs above the automatic budget", "model", big_given, true, kAutoBound, false,
+       90'000, 3000},
+      {"model, a smaller default", "model", small_default, true, kAutoBound, false, 10, 3000},
+      {"a bound: that bound only", "python", bound2, false, 2, true, 500, 0},
+      {"a bound: that bound only", "model", bound2, false, 2, true, 500, 0},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(std::string(c.what) + " (" + c.engine + ")");
+    const CheckPlan p = PlanCheck(c.request, c.engine);
+    EXPECT_EQ(p.automatic, c.automatic);
+    EXPECT_EQ(p.bound, c.bound);
+    EXPECT_EQ(p.naive, c.naive);
+    EXPECT_EQ(p.max_runs, c.max_runs);
+    EXPECT_EQ(p.sampled_runs, c.sampled_runs);
+    EXPECT_EQ(p.seed, c.request.seed);
+  }
+}
+
+TEST(CheckPolicy, SampledPortfolioTakesRandomThenPctDepthTwoThenThree) {
+  const char* want[] = {"random(seed=10)", "pct(seed=11, depth=2, steps=40)",
+                        "pct(seed=12, depth=3, steps=40)", "random(seed=13)"};
+  for (uint64_t i = 0; i < 4; ++i) EXPECT_EQ(SampledStrategy(i, 10, 40)->Name(), want[i]) << i;
+}
+
+Program Synthesized() {
+  const std::string path = ::testing::TempDir() + "/check-policy-" + std::to_string(getpid()) + ".rrt";
+  EXPECT_TRUE(traces::Synthesize(traces::Scenario{}, path).ok());
+  auto t = traces::ReadTrace(path);
+  EXPECT_TRUE(t.ok());
+  auto p = BuildProgram(*t, "synth-check-policy");
+  EXPECT_TRUE(p.ok()) << p.error().message;
+  std::remove(path.c_str());
+  return *p;
+}
+
+ReplayOptions With(const std::string& fix) {
+  ReplayOptions o;
+  auto f = ParseFix(fix);
+  EXPECT_TRUE(f.ok()) << fix;
+  o.fix = *f;
+  return o;
+}
+
+TEST(CheckPolicy, AutomaticFailsInDporWithoutASeedAndHoldsOverBothSearches) {
+  const Program p = Synthesized();
+  CheckRequest r;
+  r.runs = 12;
+  r.runs_given = true;
+  r.max_runs = 40;
+  r.max_runs_given = true;
+  // No fix: DPOR at bound 1 finds the race; its schedule has no seed.
+  const CheckOutcome none = CheckFix(p, With("none"), PlanCheck(r, "model"));
+  EXPECT_FALSE(none.verdict.holds);
+  ASSERT_TRUE(none.verdict.counterexample.has_value());
+  EXPECT_EQ(none.verdict.counterexample->strategy, "DPOR");
+  EXPECT_FALSE(none.seed.has_value());
+  EXPECT_EQ(none.verdict.explored, none.systematic.verdict.explored);
+  // A fix that holds: the sampled schedules run after DPOR's, and both count.
+  const CheckOutcome lock = CheckFix(p, With("lock-run"), PlanCheck(r, "model"));
+  EXPECT_TRUE(lock.verdict.holds);
+  EXPECT_GT(lock.systematic.verdict.explored, 0u);
+  EXPECT_LE(lock.systematic.verdict.explored, 40u);
+  EXPECT_EQ(lock.verdict.explored, lock.systematic.verdict.explored + 12);
+  // With a bound, nothing is sampled.
+  r.bound = 1;
+  const CheckOutcome bounded = CheckFix(p, With("lock-run"), PlanCheck(r, "model"));
+  EXPECT_EQ(bounded.verdict.explored, bounded.systematic.verdict.explored);
+}
+
+}  // namespace
+}  // namespace rerace::replay
