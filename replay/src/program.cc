@@ -1,6 +1,8 @@
 // replay/src/program.cc: trace → programs.
 #include "rerace/replay/program.h"
 
+#include "calibrate.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -22,47 +24,6 @@ Nanos MsToNs(double ms) {
   const double ns = ms * 1e6;
   return ns > 1e15 ? static_cast<Nanos>(1e15) : static_cast<Nanos>(ns);
 }
-// Devices on which the recording shows GPU work of two streams running at once.
-std::set<uint32_t> OverlappingDevices(const Trace& trace) {
-  std::unordered_map<uint32_t, std::pair<uint32_t, uint64_t>> where;  // correlation → device, stream
-  for (const Event& e : trace.events) {
-    if (e.kind == EventKind::kLaunch) {
-      const LaunchShape& sh = trace.shapes[e.shape];
-      where[e.correlation] = {sh.device, sh.stream};
-    } else if (e.kind == EventKind::kMemOp) {
-      where[e.correlation] = {e.device, e.stream};
-    }
-  }
-  struct Interval {
-    uint64_t start, end, stream;
-  };
-  std::map<uint32_t, std::vector<Interval>> by_device;
-  for (const Event& e : trace.events) {
-    if (e.kind != EventKind::kActivity || e.gpu_start_ns == 0 || e.gpu_end_ns <= e.gpu_start_ns) continue;
-    const auto it = where.find(e.correlation);
-    if (it == where.end()) continue;
-    by_device[it->second.first].push_back({e.gpu_start_ns, e.gpu_end_ns, it->second.second});
-  }
-  std::set<uint32_t> out;
-  for (auto& [device, list] : by_device) {
-    std::sort(list.begin(), list.end(), [](const Interval& a, const Interval& b) {
-      return a.start != b.start ? a.start < b.start : a.stream < b.stream;
-    });
-    uint64_t end = 0, stream = 0;
-    for (const Interval& i : list) {
-      if (i.start < end && i.stream != stream) {
-        out.insert(device);
-        break;
-      }
-      if (i.end > end) {
-        end = i.end;
-        stream = i.stream;
-      }
-    }
-  }
-  return out;
-}
-
 // Per thread, while building: what the calibration of the virtual CPU needs.
 struct Clock {
   uint64_t last_end = 0;       // when the thread's previous op ended (its CPU time after it)
@@ -78,57 +39,6 @@ struct Clock {
     charge = own_cpu_after;
   }
 };
-// The virtual CPU's calibration: each config's trial time from the least contended recorded
-// benchmark of the same tuner, key and config (else tuner and config); each call's own CPU
-// time from the least of its tuner's calls; the GIL from the tuner classes and the probe.
-void Calibrate(Program& p, const std::vector<std::vector<std::pair<Nanos, Nanos>>>& bench_seen,
-               const std::vector<Nanos>& call_cpu) {
-  std::map<std::tuple<uint64_t, std::string, size_t>, std::pair<Nanos, Nanos>> by_key;
-  std::map<std::pair<uint64_t, size_t>, std::pair<Nanos, Nanos>> by_config;
-  std::map<uint64_t, Nanos> least_call;
-  auto keep = [](auto& m, const auto& k, std::pair<Nanos, Nanos> v) {
-    auto [it, fresh] = m.try_emplace(k, v);
-    if (!fresh && v.first < it->second.first) it->second = v;
-  };
-  for (size_t ci = 0; ci < p.calls.size(); ++ci) {
-    const TunerCall& c = p.calls[ci];
-    for (size_t i = 0; i < bench_seen[ci].size(); ++i) {
-      if (bench_seen[ci][i].first == 0) continue;
-      keep(by_key, std::tuple{c.tuner, c.key, i}, bench_seen[ci][i]);
-      keep(by_config, std::pair{c.tuner, i}, bench_seen[ci][i]);
-    }
-    if (call_cpu[ci] != UINT64_MAX) {
-      auto [it, fresh] = least_call.try_emplace(c.tuner, call_cpu[ci]);
-      if (!fresh) it->second = std::min(it->second, call_cpu[ci]);
-    }
-  }
-  for (TunerCall& c : p.calls) {
-    c.trial_gpu_ns.assign(c.configs.size(), 0);
-    c.trial_cpu_ns.assign(c.configs.size(), 0);
-    for (size_t i = 0; i < c.configs.size(); ++i) {
-      auto k = by_key.find({c.tuner, c.key, i});
-      std::pair<Nanos, Nanos> v{0, 0};
-      if (k != by_key.end()) {
-        v = k->second;
-      } else if (auto f = by_config.find({c.tuner, i}); f != by_config.end()) {
-        v = f->second;
-      }
-      c.trial_gpu_ns[i] = v.second;
-      c.trial_cpu_ns[i] = v.first > v.second ? v.first - v.second : 0;
-    }
-    if (auto it = least_call.find(c.tuner); it != least_call.end()) c.call_cpu_ns = it->second;
-  }
-  for (const std::string& cls : p.tuner_classes)
-    if (cls.rfind("rerace.kernels.", 0) != 0) p.gil = true;
-  for (const auto& [tuner, text] : p.tuner_meta) {
-    const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
-    if (j.is_object() && j.contains("gil") && j["gil"].is_boolean() && !j["gil"].get<bool>())
-      p.gil = false;
-    if (j.is_object() && j.contains("cache_results") && j["cache_results"].is_boolean() &&
-        j["cache_results"].get<bool>())
-      p.cache_results.insert(tuner);
-  }
-}
 }  // namespace
 
 Result<Program> BuildProgram(const Trace& trace, const std::string& source) {
@@ -143,7 +53,7 @@ Result<Program> BuildProgram(const Trace& trace, const std::string& source) {
   for (const Event& e : trace.events)
     if (e.kind == EventKind::kActivity && e.gpu_start_ns != 0)
       duration[e.correlation] = e.gpu_end_ns - e.gpu_start_ns;
-  p.overlapping_devices = OverlappingDevices(trace);
+  p.overlapping_devices = detail::OverlappingDevices(trace);
 
   // One program per recorded thread, in the trace's thread order: replay's thread ids are the
   // trace's (what `rerace show` prints). A thread that did nothing replay models just ends.
@@ -332,7 +242,7 @@ Result<Program> BuildProgram(const Trace& trace, const std::string& source) {
         op.duration = d;
         op.kernel = "(memory operation)";
         op.cpu_before_ns = clock[e.thread].Gap(e);
-        clock[e.thread].End(e, true);
+        clock[e.thread].End(e, false);  // a copy may wait for the device: the gap after it too
         program_of(e.thread).ops.push_back(op);
         break;
       }
@@ -365,7 +275,40 @@ Result<Program> BuildProgram(const Trace& trace, const std::string& source) {
       c.launch_ns = best;
     }
   }
-  Calibrate(p, bench_seen, call_cpu);
+  detail::Calibrate(p, bench_seen, call_cpu);
+  // Each thread starts at its recorded time (its first op's cpu_before_ns is 0).
+  std::unordered_map<uint64_t, uint64_t> cpu_of;
+  for (const Event& e : trace.events) cpu_of[e.seq] = e.cpu_ns;
+  const uint64_t first = trace.events.empty() ? 0 : trace.events.front().cpu_ns;
+  // Threads that call a tuner (workers) start together, at the first one's recorded start (a
+  // later worker's first recorded event may come after it waited for a lock); a trace without
+  // workers makes every thread one.
+  // workers (the process's first thread, which starts the others, is not one when others
+  // have ops).
+  Nanos any = UINT64_MAX, worker = UINT64_MAX;
+  size_t with_ops = 0;
+  for (ThreadProgram& tp : p.threads) {
+    if (tp.ops.empty()) continue;
+    ++with_ops;
+    const uint64_t at = cpu_of[tp.ops.front().seq];
+    tp.start_ns = at > first ? at - first : 0;
+    for (const Op& op : tp.ops) tp.worker |= op.kind == Op::Kind::kTunerCall;
+    if (tp.worker) worker = std::min(worker, tp.start_ns);
+  }
+  for (size_t i = 0; i < p.threads.size(); ++i)
+    if (!p.threads[i].ops.empty() && (i != 0 || with_ops == 1))
+      any = std::min(any, p.threads[i].start_ns);
+  p.step_start_ns = worker != UINT64_MAX ? worker : any != UINT64_MAX ? any : 0;
+  for (size_t i = 0; i < p.threads.size(); ++i) {
+    ThreadProgram& tp = p.threads[i];
+    if (worker == UINT64_MAX) tp.worker = !tp.ops.empty() && (i != 0 || with_ops == 1);
+    if (tp.worker && worker != UINT64_MAX) tp.start_ns = worker;
+    if (tp.worker) continue;
+    // Another thread (the one that starts and joins the workers): what it does during the step
+    // is not CPU time of the step (its recorded gaps span the join, which is not recorded).
+    for (Op& op : tp.ops)
+      if (cpu_of[op.seq] >= first + p.step_start_ns) op.cpu_before_ns = 0;
+  }
   return p;
 }
 

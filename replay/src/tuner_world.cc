@@ -198,13 +198,23 @@ void TunerWorld::Sync(uint32_t device, uint64_t stream, bool whole_device) {
 }
 
 void TunerWorld::Trial(const TunerCall& c, size_t config, uint32_t reps) {
-  // Recorded GPU work of the whole benchmark (kernels, clones, copies, fills), at least what
-  // do_bench measured; its CPU time (launches included) when the recording has it.
   const uint32_t recorded = std::max<uint32_t>(c.bench_reps[config], 1);
   const Nanos measured = c.bench_ns[config] * recorded;
-  const Nanos gpu = c.trial_gpu_ns.empty() ? measured : std::max(measured, c.trial_gpu_ns[config]);
-  const Nanos cpu = c.trial_cpu_ns.empty() ? 0 : c.trial_cpu_ns[config];
-  gpu_.Cpu(cpu / reps);
+  const bool calibrated = !c.trial_cpu_ns.empty() && c.trial_cpu_ns[config] + c.trial_gpu_ns[config] != 0;
+  if (calibrated && c.time_budgeted) {
+    // Triton's do_bench runs for a time budget (warm-up 25 ms, 100 ms of repetitions): under
+    // contention it runs fewer repetitions, not longer. A trial takes its recorded wall time;
+    // its GPU work does not queue behind other threads'; waiting for the device releases the GIL.
+    gpu_.Cpu((c.trial_cpu_ns[config] + c.trial_gpu_ns[config]) / reps, false, false);
+    return;
+  }
+  // A fixed number of repetitions: the recorded GPU work of the whole benchmark (kernels,
+  // clones, copies, fills), at least what the benchmark measured, queues on the device; the
+  // rest of its recorded wall time is the thread's own.
+  const Nanos gpu = calibrated ? std::max(measured, c.trial_gpu_ns[config]) : measured;
+  const Nanos wall = calibrated ? c.trial_cpu_ns[config] + c.trial_gpu_ns[config] : 0;
+  const Nanos cpu = wall > gpu ? wall - gpu : 0;
+  gpu_.Cpu(cpu / reps, false, false);
   gpu_.Launch(c.device, c.stream, gpu / reps, true, cpu != 0 ? 0 : o_.launch_cpu_ns);
   gpu_.Sync(c.device, c.stream, false);
 }
@@ -225,11 +235,13 @@ void TunerWorld::RunThread(uint32_t t) {
   if (prewarm_thread_ != UINT32_MAX) s_.Join(prewarm_thread_);
   const ThreadProgram& tp = p_.threads[t];
   try {
+    gpu_.Start(tp.start_ns, tp.worker);
     bool calibrated = false;
     for (const Op& op : tp.ops) calibrated |= op.cpu_before_ns != 0;
     for (const Op& op : tp.ops) {
       AnchorOp(t, op.seq);
-      gpu_.Cpu(op.cpu_before_ns, true);
+      // Recorded wall time between events already holds the recording's waits for the GIL.
+      gpu_.Cpu(op.cpu_before_ns, true, false);
       switch (op.kind) {
         case Op::Kind::kTunerCall:
           Call(t, op.call);
@@ -275,6 +287,7 @@ void TunerWorld::RunPrewarm() {
   // Every (tuner, key) once, serially, before the threads start.
   std::set<std::pair<uint64_t, std::string>> done;
   const uint32_t self = s_.CurrentThread();
+  gpu_.Start(p_.step_start_ns, true);
   for (uint32_t i = 0; i < p_.calls.size(); ++i) {
     if (!done.insert({p_.calls[i].tuner, p_.calls[i].key}).second) continue;
     try {
@@ -289,6 +302,7 @@ void TunerWorld::RunPrewarm() {
 void TunerWorld::RunOwner(uint32_t device) {
   Queue& q = *queues_.at(device);
   const uint32_t self = s_.CurrentThread();
+  gpu_.Start(p_.step_start_ns, true);
   for (;;) {
     q.m.Lock("owner: take work");
     while (q.pending.empty() && q.clients > 0) q.cv.Wait(q.m, "owner: wait for work");

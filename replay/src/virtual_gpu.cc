@@ -13,13 +13,23 @@ void VirtualGpu::Own(Nanos ns) {
   own_[t] += ns;
 }
 
-void VirtualGpu::Cpu(Nanos ns, bool between) {
+void VirtualGpu::Start(Nanos at, bool counted) {
+  const uint32_t t = s_.CurrentThread();
+  if (start_.size() <= t) start_.resize(t + 1, 0);
+  if (counted_.size() <= t) counted_.resize(t + 1, false);
+  counted_[t] = counted;
+  start_[t] = std::max(at, s_.Now());
+  s_.AdvanceTo(at);
+}
+
+void VirtualGpu::Cpu(Nanos ns, bool between, bool gil) {
   if (ns == 0) return;
   if (between) {
     ++cost_.cpu_spans;
     cost_.cpu_ns += ns;
   }
-  if (p_.gil) {
+  const bool held = p_.gil && gil;
+  if (held) {
     const Nanos now = s_.Now();
     if (gil_free_ > now) {
       cost_.gil_wait_ns += gil_free_ - now;
@@ -29,7 +39,7 @@ void VirtualGpu::Cpu(Nanos ns, bool between) {
   }
   s_.Advance(ns);
   Own(ns);
-  if (p_.gil) gil_free_ = s_.Now();
+  if (held) gil_free_ = s_.Now();
 }
 
 void VirtualGpu::Launch(uint32_t device, uint64_t stream, Nanos duration, bool tuning, Nanos cpu) {
@@ -41,6 +51,8 @@ void VirtualGpu::Launch(uint32_t device, uint64_t stream, Nanos duration, bool t
   if (shared && busy > std::max(ready, now)) cost_.gpu_queue_ns += busy - std::max(ready, now);
   ready = start + duration;
   if (shared) busy = ready;
+  const uint32_t t = s_.CurrentThread();
+  if (t < counted_.size() && counted_[t]) gpu_end_ = std::max(gpu_end_, ready);
   if (!tuning) {
     ++cost_.launches;
     cost_.kernel_ns += duration;
@@ -67,16 +79,20 @@ void VirtualGpu::CountTuning(size_t configs, Nanos ns) {
 
 void VirtualGpu::Finalize(const sim::RunResult& run, StepCost& cost, Nanos& makespan) const {
   cost = cost_;
+  makespan = gpu_end_;
   for (const sim::ThreadSummary& t : run.threads) {
+    if (t.id >= counted_.size() || !counted_[t.id]) continue;
+    makespan = std::max(makespan, t.clock);
     if (t.clock < cost.critical_ns && !cost.critical.empty()) continue;
     if (t.clock == cost.critical_ns && !cost.critical.empty()) continue;
     cost.critical_ns = t.clock;
     cost.critical = t.name;
-    const Nanos own = t.id < own_.size() ? own_[t.id] : 0;
+    const Nanos own = (t.id < own_.size() ? own_[t.id] : 0) + (t.id < start_.size() ? start_[t.id] : 0);
     cost.blocked_ns = t.clock > own ? t.clock - own : 0;
   }
-  makespan = run.makespan;
-  for (const auto& [k, ready] : streams_) makespan = std::max(makespan, ready);
+  // The step: from the first worker's start (the process's start-up before it is not part of it).
+  makespan = makespan > p_.step_start_ns ? makespan - p_.step_start_ns : 0;
+  cost.critical_ns = cost.critical_ns > p_.step_start_ns ? cost.critical_ns - p_.step_start_ns : 0;
 }
 
 }  // namespace rerace::replay::detail

@@ -29,9 +29,14 @@ class VirtualGpu {
  public:
   VirtualGpu(sim::Scheduler& s, const Program& p);
 
+  // The current thread starts at `at` (its recorded start); `counted`: its end (and the end of
+  // the GPU work it launched) counts in the step.
+  void Start(Nanos at, bool counted);
   // CPU work of the current thread (under the GIL: after the GIL is free). `between`: time
   // the recording shows between the thread's events (counted as its own term).
-  void Cpu(Nanos ns, bool between = false);
+  // `gil`: false for time the recording shows inside do_bench, mostly waiting for the device,
+  // which releases the GIL.
+  void Cpu(Nanos ns, bool between = false, bool gil = true);
   // A launch of `duration` of GPU work on (device, stream); the launch costs its thread `cpu`
   // of CPU. `tuning`: part of a benchmark (counted under tuning, not kernels).
   void Launch(uint32_t device, uint64_t stream, Nanos duration, bool tuning, Nanos cpu);
@@ -51,7 +56,10 @@ class VirtualGpu {
   std::map<std::pair<uint32_t, uint64_t>, Nanos> streams_;  // (device, stream) → ready
   std::map<uint32_t, Nanos> devices_;                       // device → busy until
   Nanos gil_free_ = 0;
-  std::vector<Nanos> own_;  // per scheduler thread: its own work
+  std::vector<Nanos> own_;    // per scheduler thread: its own work
+  std::vector<Nanos> start_;  // per scheduler thread: its start
+  std::vector<bool> counted_; // per scheduler thread: counts in the step
+  Nanos gpu_end_ = 0;         // end of the GPU work counted threads launched
   StepCost cost_;
 };
 

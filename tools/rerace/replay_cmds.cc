@@ -188,9 +188,12 @@ Result<Loaded> Load(const std::string& path, const Common& c, bool refuse_trunca
                                "pass --model {} to model it as one of those",
                                path, *cls, fmt::join(ModelNames(), ", ")),
                    kExitDataError};
-  if (program->calls.empty())
+  // Without tuner calls there is no race to find, but the step can still be priced (the
+  // kernels, copies, synchronizations and CPU time): with an explicit --model.
+  if (program->calls.empty() && (python || c.model == "auto"))
     return Error{fmt::format("{}: the trace has no tuner calls: nothing for a tuner model to "
-                             "replay (was it recorded with --probe?)",
+                             "replay (was it recorded with --probe?); --model NAME prices its "
+                             "step all the same",
                              path),
                  kExitDataError};
   Loaded l;

@@ -47,6 +47,7 @@ struct TunerCall {
   // From the least contended recorded benchmark of the same tuner, key and config; 0: none.
   std::vector<Nanos> trial_gpu_ns;
   std::vector<Nanos> trial_cpu_ns;
+  bool time_budgeted = false;           // do_bench runs for a time, not a count (Triton, FLA)
   Nanos call_cpu_ns = 0;                // the call's CPU time outside benchmarks (least of the tuner's calls)
   uint32_t device = 0;
   uint64_t stream = 0;
@@ -87,6 +88,8 @@ struct ThreadProgram {
   std::vector<Op> ops;
   std::vector<RecordedTransition> transitions;
   std::vector<RecordedFailure> failures;
+  Nanos start_ns = 0;      // when it starts, from the trace's first event (see BuildProgram)
+  bool worker = false;     // part of the step: it calls a tuner (any thread with ops when none does)
 };
 
 struct Program {
@@ -101,6 +104,10 @@ struct Program {
   // traces without tuner calls); devices on which the recording shows kernels of different
   // streams overlapping run their streams concurrently.
   bool gil = false;
+  // Where the step starts: the earliest start_ns of a worker. The step ends when the last
+  // worker (or a thread a fix adds) ends; the process's start-up before it, and what other
+  // threads do after it, are not part of it.
+  Nanos step_start_ns = 0;
   std::set<uint32_t> overlapping_devices;
   // Per tuner object: what the probe recorded about it at its first call (JSON, in the
   // call-begin mark's detail): kernel module and qualname, key names, Python version and GIL,

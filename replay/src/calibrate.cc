@@ -1,0 +1,115 @@
+// replay/src/calibrate.cc: the virtual GPU and CPU's calibration (see calibrate.h).
+#include "calibrate.h"
+
+#include <algorithm>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <tuple>
+#include <unordered_map>
+
+namespace rerace::replay::detail {
+
+using namespace rerace::traces;
+
+// Devices on which the recording shows GPU work of two streams running at once.
+std::set<uint32_t> OverlappingDevices(const Trace& trace) {
+  std::unordered_map<uint32_t, std::pair<uint32_t, uint64_t>> where;  // correlation → device, stream
+  for (const Event& e : trace.events) {
+    if (e.kind == EventKind::kLaunch) {
+      const LaunchShape& sh = trace.shapes[e.shape];
+      where[e.correlation] = {sh.device, sh.stream};
+    } else if (e.kind == EventKind::kMemOp) {
+      where[e.correlation] = {e.device, e.stream};
+    }
+  }
+  struct Interval {
+    uint64_t start, end, stream;
+  };
+  std::map<uint32_t, std::vector<Interval>> by_device;
+  for (const Event& e : trace.events) {
+    if (e.kind != EventKind::kActivity || e.gpu_start_ns == 0 || e.gpu_end_ns <= e.gpu_start_ns) continue;
+    const auto it = where.find(e.correlation);
+    if (it == where.end()) continue;
+    by_device[it->second.first].push_back({e.gpu_start_ns, e.gpu_end_ns, it->second.second});
+  }
+  std::set<uint32_t> out;
+  for (auto& [device, list] : by_device) {
+    std::sort(list.begin(), list.end(), [](const Interval& a, const Interval& b) {
+      return a.start != b.start ? a.start < b.start : a.stream < b.stream;
+    });
+    uint64_t end = 0, stream = 0;
+    for (const Interval& i : list) {
+      if (i.start < end && i.stream != stream) {
+        out.insert(device);
+        break;
+      }
+      if (i.end > end) {
+        end = i.end;
+        stream = i.stream;
+      }
+    }
+  }
+  return out;
+}
+
+// The virtual CPU's calibration: each config's trial time from the least contended recorded
+// benchmark of the same tuner, key and config (else tuner and config); each call's own CPU
+// time from the least of its tuner's calls; the GIL from the tuner classes and the probe.
+void Calibrate(Program& p, const std::vector<std::vector<std::pair<Nanos, Nanos>>>& bench_seen,
+               const std::vector<Nanos>& call_cpu) {
+  std::map<std::tuple<uint64_t, std::string, size_t>, std::pair<Nanos, Nanos>> by_key;
+  std::map<std::pair<uint64_t, size_t>, std::pair<Nanos, Nanos>> by_config;
+  std::map<uint64_t, Nanos> least_call;
+  auto keep = [](auto& m, const auto& k, std::pair<Nanos, Nanos> v) {
+    auto [it, fresh] = m.try_emplace(k, v);
+    if (!fresh && v.first < it->second.first) it->second = v;
+  };
+  for (size_t ci = 0; ci < p.calls.size(); ++ci) {
+    const TunerCall& c = p.calls[ci];
+    for (size_t i = 0; i < bench_seen[ci].size(); ++i) {
+      if (bench_seen[ci][i].first == 0) continue;
+      keep(by_key, std::tuple{c.tuner, c.key, i}, bench_seen[ci][i]);
+      keep(by_config, std::pair{c.tuner, i}, bench_seen[ci][i]);
+    }
+    if (call_cpu[ci] != UINT64_MAX) {
+      auto [it, fresh] = least_call.try_emplace(c.tuner, call_cpu[ci]);
+      if (!fresh) it->second = std::min(it->second, call_cpu[ci]);
+    }
+  }
+  for (TunerCall& c : p.calls) {
+    c.trial_gpu_ns.assign(c.configs.size(), 0);
+    c.trial_cpu_ns.assign(c.configs.size(), 0);
+    for (size_t i = 0; i < c.configs.size(); ++i) {
+      auto k = by_key.find({c.tuner, c.key, i});
+      std::pair<Nanos, Nanos> v{0, 0};
+      if (k != by_key.end()) {
+        v = k->second;
+      } else if (auto f = by_config.find({c.tuner, i}); f != by_config.end()) {
+        v = f->second;
+      }
+      c.trial_gpu_ns[i] = v.second;
+      c.trial_cpu_ns[i] = v.first > v.second ? v.first - v.second : 0;
+    }
+    if (auto it = least_call.find(c.tuner); it != least_call.end()) c.call_cpu_ns = it->second;
+    // The first trial of a process is cold (CUDA and Triton's runtime start, allocation of
+    // do_bench's buffers): a config whose CPU time exceeds three times the median of the
+    // call's configs is taken at the median.
+    std::vector<Nanos> sorted = c.trial_cpu_ns;
+    std::sort(sorted.begin(), sorted.end());
+    const Nanos median = sorted.empty() ? 0 : sorted[sorted.size() / 2];
+    for (Nanos& n : c.trial_cpu_ns)
+      if (median != 0 && n > 3 * median) n = median;
+    c.time_budgeted = c.tuner_class.rfind("rerace.kernels.", 0) != 0;
+  }
+  for (const std::string& cls : p.tuner_classes)
+    if (cls.rfind("rerace.kernels.", 0) != 0) p.gil = true;
+  for (const auto& [tuner, text] : p.tuner_meta) {
+    const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+    if (j.is_object() && j.contains("gil") && j["gil"].is_boolean() && !j["gil"].get<bool>())
+      p.gil = false;
+    if (j.is_object() && j.contains("cache_results") && j["cache_results"].is_boolean() &&
+        j["cache_results"].get<bool>())
+      p.cache_results.insert(tuner);
+  }
+}
+}  // namespace rerace::replay::detail

@@ -1,0 +1,22 @@
+// replay/src/calibrate.h: the virtual GPU and CPU's calibration by the recording (private to
+// replay; see virtual_gpu.h and docs/MODEL.md).
+#pragma once
+
+#include <set>
+#include <utility>
+#include <vector>
+
+#include "rerace/replay/program.h"
+
+namespace rerace::replay::detail {
+
+// Devices on which the recording shows GPU work of two streams running at once.
+std::set<uint32_t> OverlappingDevices(const traces::Trace& trace);
+
+// Per call and config, the recorded benchmark's (wall, GPU work) (0: not benchmarked); per
+// call, its CPU time outside benchmarks (UINT64_MAX: the call did not end). Fills the calls'
+// trial and call CPU times and the program's GIL.
+void Calibrate(Program& p, const std::vector<std::vector<std::pair<Nanos, Nanos>>>& bench_seen,
+               const std::vector<Nanos>& call_cpu);
+
+}  // namespace rerace::replay::detail

@@ -1,0 +1,140 @@
+// Small traces, written by the trace writer, whose simulated step time is known exactly: the
+// virtual GPU and CPU (replay/src/virtual_gpu.h) as docs/MODEL.md describes them.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <functional>
+#include <string>
+#include <unistd.h>
+
+#include "rerace/replay/replay.h"
+#include "rerace/sim/strategy.h"
+#include "rerace/traces/reader.h"
+#include "rerace/traces/writer.h"
+
+namespace rerace::replay {
+namespace {
+
+using traces::Event;
+using traces::EventKind;
+constexpr uint64_t kUs = 1000;
+constexpr uint64_t kGpu = 1'000'000'000;
+
+// Writes a trace with `body`, reads it back, builds the programs and runs the timed strategy
+// (a trace without tuner calls needs --model: any model runs it).
+Nanos StepTime(const char* tag, const std::function<void(traces::TraceWriter&)>& body) {
+  const std::string path = ::testing::TempDir() + "/cost-" + tag + "-" + std::to_string(getpid()) + ".rrt";
+  traces::Header h;
+  h.recorder_version = "cost_test";
+  h.host = "test";
+  for (uint32_t d = 0; d < 4; ++d) h.gpus.push_back({d, "GPU", "GPU-" + std::to_string(d), 1u << 30});
+  {
+    auto w = traces::TraceWriter::Create(path, h);
+    EXPECT_TRUE(w.ok());
+    body(**w);
+    EXPECT_TRUE((*w)->Finish({}).ok());
+  }
+  auto t = traces::ReadTrace(path);
+  std::remove(path.c_str());
+  EXPECT_TRUE(t.ok()) << (t.ok() ? "" : t.error().message);
+  auto p = BuildProgram(*t, path);
+  EXPECT_TRUE(p.ok());
+  ReplayOptions o;
+  o.model = "triton";
+  Replayer rep(*p, o);
+  sim::Timed timed(0);
+  const ReplayResult r = rep.Run(timed);
+  EXPECT_FALSE(r.failed());
+  return r.makespan;
+}
+
+// A launch of `kernel` on (device, stream) at cpu_ns, run on the GPU over [start, end].
+void Kernel(traces::TraceWriter& w, uint32_t thread, uint64_t cpu_ns, uint32_t device, uint64_t stream,
+            uint64_t start, uint64_t end, uint32_t correlation) {
+  const uint32_t s = w.Shape({.kernel = w.String("k"), .device = device, .stream = stream});
+  w.AppendLaunch(thread, cpu_ns, s, correlation);
+  // GPU times from a base: 0 means "no timing" in a trace.
+  w.AppendActivity(thread, cpu_ns, correlation, kGpu + start, kGpu + end);
+}
+
+void Sync(traces::TraceWriter& w, uint32_t thread, uint64_t cpu_ns, uint32_t device) {
+  Event e;
+  e.kind = EventKind::kSync;
+  e.thread = thread;
+  e.cpu_ns = cpu_ns;
+  e.sync = traces::SyncKind::kContext;
+  e.device = device;
+  w.Append(e);
+}
+
+void Lock(traces::TraceWriter& w, uint32_t thread, uint64_t cpu_ns, traces::LockKind k) {
+  Event e;
+  e.kind = EventKind::kLock;
+  e.thread = thread;
+  e.cpu_ns = cpu_ns;
+  e.lock = k;
+  e.handle = 7;
+  e.text = w.String("the lock");
+  w.Append(e);
+}
+
+// One thread: kernel A (100 us), 150 us of CPU, kernel B (250 us, queued after A), a
+// synchronization: B starts at 150 us (its launch) and ends at 400 us.
+TEST(Cost, SerialChainIsLaunchGapAndKernelTimes) {
+  const Nanos step = StepTime("serial", [](traces::TraceWriter& w) {
+    const uint32_t t = w.AddThread(1, "main");
+    Kernel(w, t, 0, 0, 1, 0, 100 * kUs, 1);
+    Kernel(w, t, 150 * kUs, 0, 1, 150 * kUs, 400 * kUs, 2);
+    Sync(w, t, 150 * kUs, 0);
+  });
+  EXPECT_EQ(step, 400 * kUs);
+}
+
+// One thread, two streams whose kernels overlapped in the recording: X (200 us) on stream 1,
+// 10 us of CPU, Y (200 us) on stream 2, 10 us of CPU, a synchronization: they run at once,
+// 10 + 200 = 210 us (a device running one kernel at a time would take 400 us).
+TEST(Cost, TwoStreamsOverlapAsRecorded) {
+  const Nanos step = StepTime("streams", [](traces::TraceWriter& w) {
+    const uint32_t t = w.AddThread(1, "main");
+    Kernel(w, t, 0, 0, 1, 0, 200 * kUs, 1);
+    Kernel(w, t, 10 * kUs, 0, 2, 10 * kUs, 210 * kUs, 2);
+    Sync(w, t, 20 * kUs, 0);
+  });
+  EXPECT_EQ(step, 210 * kUs);
+}
+
+// The same two kernels recorded one after the other on two streams: the device runs one at a
+// time, 400 us.
+TEST(Cost, TwoStreamsThatDidNotOverlapShareTheDevice) {
+  const Nanos step = StepTime("streams-serial", [](traces::TraceWriter& w) {
+    const uint32_t t = w.AddThread(1, "main");
+    Kernel(w, t, 0, 0, 1, 0, 200 * kUs, 1);
+    Kernel(w, t, 10 * kUs, 0, 2, 200 * kUs, 400 * kUs, 2);
+    Sync(w, t, 20 * kUs, 0);
+  });
+  EXPECT_EQ(step, 400 * kUs);
+}
+
+// Four threads, each on its own GPU (devices are independent): take a lock, run a 100 us
+// kernel, wait for it, release. The lock serializes them: 4 x 100 = 400 us (without it, 100).
+TEST(Cost, ALockSerializesFourThreads) {
+  const Nanos step = StepTime("lock", [](traces::TraceWriter& w) {
+    // The process's first thread starts the others: not part of the step.
+    Sync(w, w.AddThread(1, "main"), 0, 0);
+    uint64_t at = 0;
+    for (uint32_t i = 0; i < 4; ++i) {
+      const uint32_t t = w.AddThread(10 + i, "worker-" + std::to_string(i));
+      // Each thread starts at 0 (its first event); the recording's later events carry the
+      // times they had, which a lock's wait does not charge.
+      Lock(w, t, i == 0 ? 0 : at, traces::LockKind::kAcquire);
+      Kernel(w, t, at, i, 1, at, at + 100 * kUs, 1 + i);
+      Sync(w, t, at, i);
+      Lock(w, t, at + 100 * kUs, traces::LockKind::kRelease);
+      at += 100 * kUs;
+    }
+  });
+  EXPECT_EQ(step, 400 * kUs);
+}
+
+}  // namespace
+}  // namespace rerace::replay
