@@ -281,10 +281,9 @@ Result<Program> BuildProgram(const Trace& trace, const std::string& source) {
   for (const Event& e : trace.events) cpu_of[e.seq] = e.cpu_ns;
   const uint64_t first = trace.events.empty() ? 0 : trace.events.front().cpu_ns;
   // Threads that call a tuner (workers) start together, at the first one's recorded start (a
-  // later worker's first recorded event may come after it waited for a lock); a trace without
-  // workers makes every thread one.
-  // workers (the process's first thread, which starts the others, is not one when others
-  // have ops).
+  // later worker's first recorded event may come after it waited for a lock). A trace without
+  // tuner calls makes every thread with ops a worker, but the process's first thread (which
+  // starts the others) when others have ops.
   Nanos any = UINT64_MAX, worker = UINT64_MAX;
   size_t with_ops = 0;
   for (ThreadProgram& tp : p.threads) {

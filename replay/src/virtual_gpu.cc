@@ -5,7 +5,9 @@
 
 namespace rerace::replay::detail {
 
-VirtualGpu::VirtualGpu(sim::Scheduler& s, const Program& p) : s_(s), p_(p) {}
+VirtualGpu::VirtualGpu(sim::Scheduler& s, const Program& p) : s_(s), p_(p) {
+  for (const ThreadProgram& tp : p.threads) any_worker_ |= tp.worker;
+}
 
 void VirtualGpu::Own(Nanos ns) {
   const uint32_t t = s_.CurrentThread();
@@ -17,7 +19,9 @@ void VirtualGpu::Start(Nanos at, bool counted) {
   const uint32_t t = s_.CurrentThread();
   if (start_.size() <= t) start_.resize(t + 1, 0);
   if (counted_.size() <= t) counted_.resize(t + 1, false);
-  counted_[t] = counted;
+  // A program that marks no thread part of the step (made by hand, not by BuildProgram): every
+  // thread is; its GPU work runs all the same.
+  counted_[t] = counted || !any_worker_;
   start_[t] = std::max(at, s_.Now());
   s_.AdvanceTo(at);
 }

@@ -30,7 +30,8 @@ class VirtualGpu {
   VirtualGpu(sim::Scheduler& s, const Program& p);
 
   // The current thread starts at `at` (its recorded start); `counted`: its end (and the end of
-  // the GPU work it launched) counts in the step.
+  // the GPU work it launched) counts in the step (every thread counts when the program marks
+  // none a worker).
   void Start(Nanos at, bool counted);
   // CPU work of the current thread (under the GIL: after the GIL is free). `between`: time
   // the recording shows between the thread's events (counted as its own term).
@@ -60,6 +61,7 @@ class VirtualGpu {
   std::vector<Nanos> start_;  // per scheduler thread: its start
   std::vector<bool> counted_; // per scheduler thread: counts in the step
   Nanos gpu_end_ = 0;         // end of the GPU work counted threads launched
+  bool any_worker_ = false;   // the program marks some thread part of the step
   StepCost cost_;
 };
 

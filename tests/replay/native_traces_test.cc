@@ -138,5 +138,24 @@ TEST(NativeTraces, CheckGivesTheVerdictsTheRealRunsGave) {
   }
 }
 
+// The H200's real step (tools/scripts/h200-cost-check.sh, docs/h200-cost-2026-12-04.log: median
+// of 8 runs of rerace-train-step --threads 8 --steps 1 --fix F): lock-run 66.8 ms, call-local
+// 453.5 ms. Serialized tuning (one pass, seven cache hits) is the cheaper, from the unpatched
+// recording and from each fix's own; from its own recording lock-run's estimate is within 15 %.
+TEST(NativeTraces, LockRunCostsLessThanCallLocalAsOnTheH200) {
+  const Program none = Load("native-none-cost-h200.rrt");
+  const Verdict lock = CheckFix(none, Fixed("lock-run"), 10, 1);
+  const Verdict local = CheckFix(none, Fixed("call-local"), 10, 1);
+  ASSERT_TRUE(lock.holds);
+  ASSERT_TRUE(local.holds);
+  EXPECT_LT(lock.makespan_fix, local.makespan_fix);
+  const Verdict own_lock = CheckFix(Load("native-lock-run-cost-h200.rrt"), Fixed("lock-run"), 10, 1);
+  const Verdict own_local = CheckFix(Load("native-call-local-cost-h200.rrt"), Fixed("call-local"), 10, 1);
+  ASSERT_TRUE(own_lock.holds);
+  ASSERT_TRUE(own_local.holds);
+  EXPECT_LT(own_lock.makespan_fix, own_local.makespan_fix);
+  EXPECT_NEAR(static_cast<double>(own_lock.makespan_fix), 66.8e6, 0.15 * 66.8e6);
+}
+
 }  // namespace
 }  // namespace rerace::replay

@@ -175,9 +175,12 @@ TEST(Check, LockRunCostsAndRemovesDuplicateTuning) {
   ASSERT_EQ(local.duplicates_fix.size(), 1u);
   EXPECT_EQ(local.duplicates_fix[0].threads, 8u);
   EXPECT_GT(local.duplicates_fix[0].wasted_gpu_ns, 0u);
-  // Serialized tuning with one tuning pass is cheaper than eight tunings on one GPU.
-  EXPECT_LT(lock.makespan_fix, local.makespan_fix);
   EXPECT_GT(lock.makespan_fix, 0u);
+  EXPECT_GT(local.makespan_fix, 0u);
+  // Which of the two is cheaper is asserted on the H200's recordings, where it was measured
+  // (NativeTraces.LockRunCostsLessThanCallLocalAsOnTheH200): this synthetic trace's trials
+  // (3 x 20 us) are no Triton do_bench trial (a time budget of 125 ms), so nothing real says
+  // what eight of them at once cost.
 }
 
 TEST(Replay, ConfigMismatchWhenThreadsHaveDifferentKeys) {
