@@ -67,6 +67,9 @@ class PythonProcess {
 // One line naming the interpreter, mode, Triton and patches of an engine's ready report.
 std::string EngineSummaryOf(const std::string& info_json);
 
+// A protocol line's tab-separated fields.
+std::vector<std::string> SplitTabs(const std::string& line);
+
 // The program as JSON for the engine (threads with their operations, the recorded calls).
 std::string ProgramJson(const Program& p);
 
