@@ -14,7 +14,7 @@ markers `// BEGIN GIL REGIONS` and `// END GIL REGIONS` of the model's file.
     tools/scripts/gil-regions.py triton_3_6 [--check] [--py-root /work/main/build/py]
 
 The wheel's autotuner.py is read from the py root (venv312's Triton 3.6 for triton_3_6,
-triton-3.8.0/ for triton_3_8); the interpreters are the py root's venv (3.11) and venv312
+triton-X.Y.0/ for the others); the interpreters are the py root's venv (3.11) and venv312
 (3.12): other versions get no table (the model then makes every access a step). Exit 0: written / the file matches; 1: the
 file differs (--check); 77: the py root lacks a venv or the wheel (nothing checked).
 """
@@ -48,9 +48,12 @@ PAIRS = [
     ("kPostHookRead", "kPostHookRead"), ("kPostHookRead", "kPostHookReset"),
 ]
 MODELS = {
+    "triton_3_2": ("replay/src/models/triton_3_2.cc", "triton-3.2.0", "3.2.0", "kTriton32Gil"),
+    "triton_3_4": ("replay/src/models/triton_3_4.cc", "triton-3.4.0", "3.4.0", "kTriton34Gil"),
     "triton_3_6": ("replay/src/models/triton_3_6.cc", "venv312/lib/python3.12/site-packages",
                    "3.6.0", "kTriton36Gil"),
     "triton_3_8": ("replay/src/models/triton_3_8.cc", "triton-3.8.0", "3.8.0", "kTriton38Gil"),
+    "triton_3_9": ("replay/src/models/triton_3_9.cc", "triton-3.9.0", "3.9.0", "kTriton39Gil"),
 }
 
 # Runs inside each interpreter: prints the windows as JSON.

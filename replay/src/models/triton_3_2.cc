@@ -71,10 +71,45 @@ const Labels kTriton32Labels = {
     .where_reset = "triton/runtime/autotuner.py:69 in _pre_hook",
     .pre_hook_writes_empty_copies = true,
 };
+
+// The windows the GIL makes atomic, per CPython version, from the bytecode of the 3.2.0 wheel's
+// autotuner.py (tools/scripts/gil-regions.py; the ctest gil_regions_triton_3_2 checks them).
+// BEGIN GIL REGIONS (tools/scripts/gil-regions.py triton_3_2; do not edit by hand)
+constexpr GilWindow kTriton32Gil311[] = {
+    {.from = 171, .to = 174, .warmup = 7},  // RunSetNargs -> RunReadNargs: atomic once warm: CALL (len/isinstance/type)
+    {.from = 171, .to = 196, .warmup = -1},  // RunSetNargs -> BestConfig: split: CALL (len/isinstance/type)
+    {.from = 174, .to = 181, .warmup = -1},  // RunReadNargs -> RunCacheCheck: split: CALL at offset 200
+    {.from = 181, .to = 193, .warmup = -1},  // RunCacheCheck -> RunCacheRead: split: CALL at offset 510
+    {.from = 193, .to = 196, .warmup = 0},  // RunCacheRead -> BestConfig: atomic
+    {.from = 196, .to = 208, .warmup = -1},  // BestConfig -> RunClearNargs: split: CALL at offset 962
+    {.from = 188, .to = 189, .warmup = -1},  // BenchTime -> CacheWrite: split: CALL at offset 692
+    {.from = 189, .to = 190, .warmup = 0},  // CacheWrite -> BenchmarkNargs: atomic
+    {.from = 190, .to = 192, .warmup = -1},  // BenchmarkNargs -> ConfigsTimings: split: CALL at offset 790
+    {.from = 82, .to = 82, .warmup = -1},  // PostHookRead -> PostHookRead: split: another function or a backward jump
+    {.from = 82, .to = 83, .warmup = -1},  // PostHookRead -> PostHookReset: split: CALL at offset 86
+};
+constexpr GilWindow kTriton32Gil312[] = {
+    {.from = 171, .to = 174, .warmup = 1},  // RunSetNargs -> RunReadNargs: atomic once warm: CALL (len/isinstance/type)
+    {.from = 171, .to = 196, .warmup = -1},  // RunSetNargs -> BestConfig: split: CALL (len/isinstance/type)
+    {.from = 174, .to = 181, .warmup = -1},  // RunReadNargs -> RunCacheCheck: split: CALL at offset 182
+    {.from = 181, .to = 193, .warmup = -1},  // RunCacheCheck -> RunCacheRead: split: CALL at offset 552
+    {.from = 193, .to = 196, .warmup = 0},  // RunCacheRead -> BestConfig: atomic
+    {.from = 196, .to = 208, .warmup = -1},  // BestConfig -> RunClearNargs: split: CALL at offset 1074
+    {.from = 188, .to = 189, .warmup = -1},  // BenchTime -> CacheWrite: split: CALL at offset 786
+    {.from = 189, .to = 190, .warmup = 0},  // CacheWrite -> BenchmarkNargs: atomic
+    {.from = 190, .to = 192, .warmup = -1},  // BenchmarkNargs -> ConfigsTimings: split: CALL at offset 900
+    {.from = 82, .to = 82, .warmup = -1},  // PostHookRead -> PostHookRead: split: another function or a backward jump
+    {.from = 82, .to = 83, .warmup = -1},  // PostHookRead -> PostHookReset: split: CALL at offset 90
+};
+constexpr GilTable kTriton32Gil[] = {
+    {.python = "3.11", .windows = kTriton32Gil311},
+    {.python = "3.12", .windows = kTriton32Gil312},
+};
+// END GIL REGIONS
 }  // namespace
 
 const TunerModel& Triton32() {
-  static const Triton36Model model(kTriton32Labels);
+  static const Triton36Model model(kTriton32Labels, kTriton32Gil);
   return model;
 }
 

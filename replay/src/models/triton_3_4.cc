@@ -73,6 +73,41 @@ const Labels kTriton34Labels = {
     .where_reset = "triton/runtime/autotuner.py:57 in _pre_hook",
     .pre_hook_writes_empty_copies = true,
 };
+
+// The windows the GIL makes atomic, per CPython version, from the bytecode of the 3.4.0 wheel's
+// autotuner.py (tools/scripts/gil-regions.py; the ctest gil_regions_triton_3_4 checks them).
+// BEGIN GIL REGIONS (tools/scripts/gil-regions.py triton_3_4; do not edit by hand)
+constexpr GilWindow kTriton34Gil311[] = {
+    {.from = 212, .to = 215, .warmup = 7},  // RunSetNargs -> RunReadNargs: atomic once warm: CALL (len/isinstance/type)
+    {.from = 212, .to = 244, .warmup = -1},  // RunSetNargs -> BestConfig: split: CALL (len/isinstance/type)
+    {.from = 215, .to = 222, .warmup = -1},  // RunReadNargs -> RunCacheCheck: split: CALL at offset 202
+    {.from = 222, .to = 241, .warmup = -1},  // RunCacheCheck -> RunCacheRead: split: CALL at offset 512
+    {.from = 241, .to = 244, .warmup = 0},  // RunCacheRead -> BestConfig: atomic
+    {.from = 244, .to = 256, .warmup = -1},  // BestConfig -> RunClearNargs: split: CALL at offset 1006
+    {.from = 230, .to = 231, .warmup = -1},  // BenchTime -> CacheWrite: split: CALL at offset 174
+    {.from = 231, .to = 232, .warmup = 0},  // CacheWrite -> BenchmarkNargs: atomic
+    {.from = 232, .to = 234, .warmup = -1},  // BenchmarkNargs -> ConfigsTimings: split: CALL at offset 272
+    {.from = 70, .to = 70, .warmup = -1},  // PostHookRead -> PostHookRead: split: another function or a backward jump
+    {.from = 70, .to = 71, .warmup = -1},  // PostHookRead -> PostHookReset: split: CALL at offset 86
+};
+constexpr GilWindow kTriton34Gil312[] = {
+    {.from = 212, .to = 215, .warmup = 1},  // RunSetNargs -> RunReadNargs: atomic once warm: CALL (len/isinstance/type)
+    {.from = 212, .to = 244, .warmup = -1},  // RunSetNargs -> BestConfig: split: CALL (len/isinstance/type)
+    {.from = 215, .to = 222, .warmup = -1},  // RunReadNargs -> RunCacheCheck: split: CALL at offset 192
+    {.from = 222, .to = 241, .warmup = -1},  // RunCacheCheck -> RunCacheRead: split: CALL at offset 562
+    {.from = 241, .to = 244, .warmup = 0},  // RunCacheRead -> BestConfig: atomic
+    {.from = 244, .to = 256, .warmup = -1},  // BestConfig -> RunClearNargs: split: CALL at offset 1126
+    {.from = 230, .to = 231, .warmup = -1},  // BenchTime -> CacheWrite: split: CALL at offset 228
+    {.from = 231, .to = 232, .warmup = 0},  // CacheWrite -> BenchmarkNargs: atomic
+    {.from = 232, .to = 234, .warmup = -1},  // BenchmarkNargs -> ConfigsTimings: split: CALL at offset 342
+    {.from = 70, .to = 70, .warmup = -1},  // PostHookRead -> PostHookRead: split: another function or a backward jump
+    {.from = 70, .to = 71, .warmup = -1},  // PostHookRead -> PostHookReset: split: CALL at offset 90
+};
+constexpr GilTable kTriton34Gil[] = {
+    {.python = "3.11", .windows = kTriton34Gil311},
+    {.python = "3.12", .windows = kTriton34Gil312},
+};
+// END GIL REGIONS
 const DiskLabels kTriton34Disk = {
     .kGetFile = "autotuner.py:192 check_disk_cache: path = cache.get_file(file_name)",
     .kHitCache = "autotuner.py:197 check_disk_cache: self.cache[tuning_key] = builtins.min(timings, "
@@ -87,7 +122,7 @@ const DiskLabels kTriton34Disk = {
 }  // namespace
 
 const TunerModel& Triton34() {
-  static const WithDiskCache<Triton36Model> model(kTriton34Disk, kTriton34Labels);
+  static const WithDiskCache<Triton36Model> model(kTriton34Disk, kTriton34Labels, kTriton34Gil);
   return model;
 }
 

@@ -83,6 +83,41 @@ const Labels kTriton39Labels = {
     .where_reset = "triton/runtime/autotuner.py:77 in _pre_hook",
     .pre_hook_writes_empty_copies = true,
 };
+
+// The windows the GIL makes atomic, per CPython version, from the bytecode of the 3.9.0 wheel's
+// autotuner.py (tools/scripts/gil-regions.py; the ctest gil_regions_triton_3_9 checks them).
+// BEGIN GIL REGIONS (tools/scripts/gil-regions.py triton_3_9; do not edit by hand)
+constexpr GilWindow kTriton39Gil311[] = {
+    {.from = 233, .to = 236, .warmup = 7},  // RunSetNargs -> RunReadNargs: atomic once warm: CALL (len/isinstance/type)
+    {.from = 233, .to = 284, .warmup = -1},  // RunSetNargs -> BestConfig: split: CALL (len/isinstance/type)
+    {.from = 236, .to = 243, .warmup = -1},  // RunReadNargs -> RunCacheCheck: split: CALL at offset 204
+    {.from = 243, .to = 281, .warmup = -1},  // RunCacheCheck -> RunCacheRead: split: CALL at offset 516
+    {.from = 281, .to = 284, .warmup = 0},  // RunCacheRead -> BestConfig: atomic
+    {.from = 284, .to = 296, .warmup = -1},  // BestConfig -> RunClearNargs: split: CALL at offset 1376
+    {.from = 257, .to = 258, .warmup = -1},  // BenchTime -> CacheWrite: split: CALL at offset 174
+    {.from = 258, .to = 259, .warmup = 0},  // CacheWrite -> BenchmarkNargs: atomic
+    {.from = 259, .to = 261, .warmup = -1},  // BenchmarkNargs -> ConfigsTimings: split: CALL at offset 272
+    {.from = 93, .to = 93, .warmup = -1},  // PostHookRead -> PostHookRead: split: another function or a backward jump
+    {.from = 93, .to = 95, .warmup = -1},  // PostHookRead -> PostHookReset: split: CALL at offset 42
+};
+constexpr GilWindow kTriton39Gil312[] = {
+    {.from = 233, .to = 236, .warmup = 1},  // RunSetNargs -> RunReadNargs: atomic once warm: CALL (len/isinstance/type)
+    {.from = 233, .to = 284, .warmup = -1},  // RunSetNargs -> BestConfig: split: CALL (len/isinstance/type)
+    {.from = 236, .to = 243, .warmup = -1},  // RunReadNargs -> RunCacheCheck: split: CALL at offset 192
+    {.from = 243, .to = 281, .warmup = -1},  // RunCacheCheck -> RunCacheRead: split: CALL at offset 564
+    {.from = 281, .to = 284, .warmup = 0},  // RunCacheRead -> BestConfig: atomic
+    {.from = 284, .to = 296, .warmup = -1},  // BestConfig -> RunClearNargs: split: CALL at offset 1514
+    {.from = 257, .to = 258, .warmup = -1},  // BenchTime -> CacheWrite: split: CALL at offset 228
+    {.from = 258, .to = 259, .warmup = 0},  // CacheWrite -> BenchmarkNargs: atomic
+    {.from = 259, .to = 261, .warmup = -1},  // BenchmarkNargs -> ConfigsTimings: split: CALL at offset 342
+    {.from = 93, .to = 93, .warmup = -1},  // PostHookRead -> PostHookRead: split: another function or a backward jump
+    {.from = 93, .to = 95, .warmup = -1},  // PostHookRead -> PostHookReset: split: CALL at offset 46
+};
+constexpr GilTable kTriton39Gil[] = {
+    {.python = "3.11", .windows = kTriton39Gil311},
+    {.python = "3.12", .windows = kTriton39Gil312},
+};
+// END GIL REGIONS
 const DiskLabels kTriton39Disk = {
     .kGetFile = "autotuner.py:213 check_disk_cache: path = cache.get_file(file_name)",
     .kHitCache = "autotuner.py:218 check_disk_cache: self.cache[tuning_key] = builtins.min(timings, "
@@ -98,7 +133,8 @@ constexpr const char* kWhereMissed = "triton/runtime/autotuner.py:93 in _post_ho
 }  // namespace
 
 const TunerModel& Triton39() {
-  static const WithDiskCache<ItemsPostHookModel> model(kTriton39Disk, kTriton39Labels, kWhereMissed);
+  static const WithDiskCache<ItemsPostHookModel> model(kTriton39Disk, kTriton39Labels, kWhereMissed,
+                                                        kTriton39Gil);
   return model;
 }
 
