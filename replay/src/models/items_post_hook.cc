@@ -22,23 +22,7 @@ void ItemsPostHookModel::PostHook(TunerWorld& w, uint32_t thread, const TunerCal
                where_missed_, rc.writer, rc.step);
       continue;
     }
-    if (rc.owner != n.thread) {
-      // `kwargs[name].copy_(value)` of another call's copy of another shape: torch raises.
-      if (auto error = CopyError(w.program(), rc.call, n.call, i)) {
-        w.Raise(thread, "restore-shape-mismatch", "RuntimeError", *error, L_.kWherePostHook,
-                fmt::format("thread {} restored thread {}'s saved copy of {} (cloned by thread "
-                            "{}'s pre-hook at step {}) into a tensor of another shape",
-                            thread, rc.owner, name, rc.writer, rc.step),
-                rc.writer, rc.step);
-      }
-      w.Silent(thread, "wrong-restore",
-               fmt::format("thread {} restored thread {}'s saved copy of {} (cloned by thread "
-                           "{}'s pre-hook at step {}) into {} tensor",
-                           thread, rc.owner, name, rc.writer, rc.step,
-                           n.thread == thread ? std::string("its own")
-                                              : fmt::format("thread {}'s", n.thread)),
-               L_.kWherePostHook, rc.writer, rc.step);
-    }
+    if (rc.owner != n.thread) RestoredAnothersCopy(w, thread, c, rc, n, i);
   }
 }
 

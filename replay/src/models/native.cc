@@ -24,13 +24,13 @@ const Labels kNativeLabels = {
     .kWhereBench = "kernels/src/autotuner.cc Autotuner::Bench",
     .kWhereRun = "kernels/src/autotuner.cc Autotuner::Run",
     .kWhereBenchmark = "kernels/src/autotuner.cc Autotuner::Benchmark",
+    .where_reset = "kernels/src/autotuner.cc Autotuner::Benchmark",
     .key_error_type = "rerace::kernels::TunerError",
     .none_error_type = "rerace::kernels::TunerError",
     .key_error = "In-parameter input {index} is not in the cache",
     .none_in_run = "nargs is null while computing the key",
     .none_in_benchmark = "nargs is null after benchmarking",
     .none_in_bench = "nargs is null while benchmarking config {config}",
-    .where_reset = "kernels/src/autotuner.cc Autotuner::Benchmark",
     .pre_hook_writes_empty_copies = false,  // kernels/src/autotuner.cc copies only what it restores
 };
 }  // namespace

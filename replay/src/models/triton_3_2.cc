@@ -62,14 +62,7 @@ const Labels kTriton32Labels = {
     .kWhereBench = "triton/runtime/autotuner.py:145 in _bench",
     .kWhereRun = "triton/runtime/autotuner.py:174 in run",
     .kWhereBenchmark = "triton/runtime/autotuner.py:190 in run",
-    .key_error_type = "KeyError",
-    .none_error_type = "TypeError",
-    .key_error = "'{name}'",
-    .none_in_run = "'NoneType' object is not a mapping",
-    .none_in_benchmark = "'NoneType' object is not a mapping",
-    .none_in_bench = "'NoneType' object is not a mapping",
     .where_reset = "triton/runtime/autotuner.py:69 in _pre_hook",
-    .pre_hook_writes_empty_copies = true,
 };
 
 // The windows the GIL makes atomic, per CPython version, from the bytecode of the 3.2.0 wheel's

@@ -64,14 +64,7 @@ const Labels kTriton34Labels = {
     .kWhereBench = "triton/runtime/autotuner.py:139 in _bench",
     .kWhereRun = "triton/runtime/autotuner.py:215 in run",
     .kWhereBenchmark = "triton/runtime/autotuner.py:232 in benchmark",
-    .key_error_type = "KeyError",
-    .none_error_type = "TypeError",
-    .key_error = "'{name}'",
-    .none_in_run = "'NoneType' object is not a mapping",
-    .none_in_benchmark = "'NoneType' object is not a mapping",
-    .none_in_bench = "'NoneType' object is not a mapping",
     .where_reset = "triton/runtime/autotuner.py:57 in _pre_hook",
-    .pre_hook_writes_empty_copies = true,
 };
 
 // The windows the GIL makes atomic, per CPython version, from the bytecode of the 3.4.0 wheel's

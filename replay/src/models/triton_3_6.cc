@@ -66,14 +66,7 @@ const Labels kTriton36Labels = {
     .kWhereBench = "triton/runtime/autotuner.py:143 in _bench",
     .kWhereRun = "triton/runtime/autotuner.py:216 in run",
     .kWhereBenchmark = "triton/runtime/autotuner.py:233 in benchmark",
-    .key_error_type = "KeyError",
-    .none_error_type = "TypeError",
-    .key_error = "'{name}'",
-    .none_in_run = "'NoneType' object is not a mapping",
-    .none_in_benchmark = "'NoneType' object is not a mapping",
-    .none_in_bench = "'NoneType' object is not a mapping",
     .where_reset = "triton/runtime/autotuner.py:61 in _pre_hook",
-    .pre_hook_writes_empty_copies = true,
 };
 
 // The windows the GIL makes atomic, per CPython version, from the bytecode of the 3.6.0 wheel's
@@ -306,25 +299,28 @@ void Triton36Model::PostHook(TunerWorld& w, uint32_t thread, const TunerCall& c,
                           name, rc.writer, rc.step, thread, config),
               rc.writer, rc.step);
     }
-    if (rc.owner != n.thread) {
-      if (auto error = CopyError(w.program(), rc.call, n.call, i)) {
-        w.Raise(thread, "restore-shape-mismatch", "RuntimeError", *error, L_.kWherePostHook,
-                fmt::format("thread {} restored thread {}'s saved copy of {} (cloned by thread "
-                            "{}'s pre-hook at step {}) into {} tensor of another shape",
-                            thread, rc.owner, name, rc.writer, rc.step,
-                            n.thread == thread ? std::string("its own")
-                                               : fmt::format("thread {}'s", n.thread)),
-                rc.writer, rc.step);
-      }
-      w.Silent(thread, "wrong-restore",
-               fmt::format("thread {} restored thread {}'s saved copy of {} (cloned by thread "
-                           "{}'s pre-hook at step {}) into {} tensor",
-                           thread, rc.owner, name, rc.writer, rc.step,
-                           n.thread == thread ? std::string("its own")
-                                              : fmt::format("thread {}'s", n.thread)),
-               L_.kWherePostHook, rc.writer, rc.step);
-    }
+    if (rc.owner != n.thread) RestoredAnothersCopy(w, thread, c, rc, n, i);
   }
+}
+
+void Triton36Model::RestoredAnothersCopy(TunerWorld& w, uint32_t thread, const TunerCall& c,
+                                         const Copies& rc, const Nargs& n, size_t i) const {
+  const std::string& name = c.arg_names[c.restore_value[i]];
+  const std::string into =
+      n.thread == thread ? std::string("its own") : fmt::format("thread {}'s", n.thread);
+  // `kwargs[name].copy_(value)` of another call's copy of another shape: torch raises.
+  if (auto error = CopyError(w.program(), rc.call, n.call, i)) {
+    w.Raise(thread, "restore-shape-mismatch", "RuntimeError", *error, L_.kWherePostHook,
+            fmt::format("thread {} restored thread {}'s saved copy of {} (cloned by thread {}'s "
+                        "pre-hook at step {}) into {} tensor of another shape",
+                        thread, rc.owner, name, rc.writer, rc.step, into),
+            rc.writer, rc.step);
+  }
+  w.Silent(thread, "wrong-restore",
+           fmt::format("thread {} restored thread {}'s saved copy of {} (cloned by thread {}'s "
+                       "pre-hook at step {}) into {} tensor",
+                       thread, rc.owner, name, rc.writer, rc.step, into),
+           L_.kWherePostHook, rc.writer, rc.step);
 }
 
 }  // namespace rerace::replay::detail

@@ -35,13 +35,16 @@ struct Labels {
   const char* kWhereBench;
   const char* kWhereRun;
   const char* kWhereBenchmark;
-  const char* key_error_type;     // a missing in-parameter copy
-  const char* none_error_type;    // nargs is None
-  const char* key_error;          // message; {name} / {index}: the missing in-parameter
-  const char* none_in_run;        // messages of nargs-none at the key, after benchmark(),
-  const char* none_in_benchmark;  // and in _bench ({config})
-  const char* none_in_bench;
-  const char* where_reset;        // the reset-only pre-hook that zeroes reset_to_zero
+  const char* where_reset;  // the reset-only pre-hook that zeroes reset_to_zero
+  // How the errors are named: Triton's words (every release's, from `{**self.nargs, ...}` on
+  // None and `self.restore_copies[name]` on a missing key) unless a table says otherwise.
+  const char* key_error_type = "KeyError";   // a missing in-parameter copy
+  const char* none_error_type = "TypeError";  // nargs is None
+  const char* key_error = "'{name}'";  // message; {name} / {index}: the missing in-parameter
+  // Messages of nargs-none at the key, after benchmark(), and in _bench ({config}).
+  const char* none_in_run = "'NoneType' object is not a mapping";
+  const char* none_in_benchmark = "'NoneType' object is not a mapping";
+  const char* none_in_bench = "'NoneType' object is not a mapping";
   // Whether the default pre-hook writes `self.restore_copies` when there is nothing to restore
   // (reset_to_zero only): Triton's `_pre_hook` (3.2 to 3.9) and FLA's None-safe one are defined
   // when reset_to_zero or restore_value is non-empty, and every call with reset_only=False
@@ -92,6 +95,12 @@ class Triton36Model : public TunerModel {
   // 3.6: one read of self.restore_copies per in-parameter, KeyError on a missing one.
   virtual void PostHook(TunerWorld& w, uint32_t thread, const TunerCall& c, TunerState& st,
                         size_t config, const Nargs& n) const;
+  // The post-hook copied `rc`, another call's saved copy of restore_value entry `i`, into this
+  // call's tensor (`n`: the nargs _bench read): torch raises when the shapes do not broadcast
+  // (restore-shape-mismatch), and the restore is wrong either way (wrong-restore). Every
+  // release's hook ends in this copy; they differ in how they find the copy.
+  void RestoredAnothersCopy(TunerWorld& w, uint32_t thread, const TunerCall& c, const Copies& rc,
+                            const Nargs& n, size_t i) const;
 
   const Labels& L_;
   const std::span<const GilTable> gil_;

@@ -74,14 +74,7 @@ const Labels kTriton39Labels = {
     .kWhereBench = "triton/runtime/autotuner.py:163 in _bench",
     .kWhereRun = "triton/runtime/autotuner.py:236 in run",
     .kWhereBenchmark = "triton/runtime/autotuner.py:259 in benchmark",
-    .key_error_type = "KeyError",  // never raised: the hook skips a missing copy
-    .none_error_type = "TypeError",
-    .key_error = "'{name}'",
-    .none_in_run = "'NoneType' object is not a mapping",
-    .none_in_benchmark = "'NoneType' object is not a mapping",
-    .none_in_bench = "'NoneType' object is not a mapping",
     .where_reset = "triton/runtime/autotuner.py:77 in _pre_hook",
-    .pre_hook_writes_empty_copies = true,
 };
 
 // The windows the GIL makes atomic, per CPython version, from the bytecode of the 3.9.0 wheel's
