@@ -25,6 +25,7 @@
 #endif
 
 #ifdef RERACE_ASAN
+#include <sanitizer/asan_interface.h>
 #include <sanitizer/common_interface_defs.h>
 #endif
 
@@ -58,6 +59,14 @@ void* StackPool::Allocate() {
   if (!free_.empty()) {
     void* b = free_.back();
     free_.pop_back();
+#ifdef RERACE_ASAN
+    // A frame's prologue marks only its redzones and relies on its variables' shadow being
+    // clean; frames left on a stack without their epilogue (a fiber's entry frames, which never
+    // return, and frames unwound across a switch) leave poison behind. A reused stack starts
+    // clean, or the next fiber's variables read as stack-buffer-overflow where an old frame had
+    // its redzones (seen with fuzz --jobs --races, where worker threads reuse stacks).
+    __asan_unpoison_memory_region(b, size_);
+#endif
     return b;
   }
   const size_t page = PageSize();

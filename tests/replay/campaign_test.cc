@@ -49,11 +49,6 @@ TEST(Campaign, ThreeJobsGiveOneJobsResult) {
 }
 
 TEST(Campaign, ShardsStrategiesTargetsAndRacesMergeAsOneJob) {
-#ifdef __SANITIZE_ADDRESS__
-  GTEST_SKIP() << "under ASan, --races with several jobs reports a stack-buffer-overflow in "
-                  "RaceDetector::OnStep on a worker thread's fiber (open in issue 19: real or an "
-                  "artefact of fiber stacks on non-main threads, not yet known)";
-#endif
   const Program p = LoadSample("synth-h200-shape.rrt");
   ReplayOptions ro;
   ro.detect_races = true;

@@ -263,10 +263,6 @@ namespace {
 // fuzz --jobs: the threads' results merged are one job's report, byte for byte: text, JSON,
 // JUnit and every schedule file (replay/campaign.h).
 TEST(CliCi, FuzzJobsGiveTheSameReportsAndScheduleFiles) {
-#ifdef __SANITIZE_ADDRESS__
-  GTEST_SKIP() << "under ASan, fuzz --races with several jobs reports a stack-buffer-overflow in "
-                  "RaceDetector::OnStep on a worker thread's fiber (open in issue 19)";
-#endif
   const std::string dir = ::testing::TempDir() + "/cli-fuzz-jobs";
   const std::string t = SampleTrace("synth-h200-shape.rrt");
   std::string text[2], json[2], xml[2], sched[2];
