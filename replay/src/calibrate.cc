@@ -52,6 +52,46 @@ std::set<uint32_t> OverlappingDevices(const Trace& trace) {
   return out;
 }
 
+namespace {
+std::vector<size_t> CallOps(const ThreadProgram& tp) {
+  std::vector<size_t> out;
+  for (size_t i = 0; i < tp.ops.size(); ++i)
+    if (tp.ops[i].kind == Op::Kind::kTunerCall) out.push_back(i);
+  return out;
+}
+}  // namespace
+
+Program CompleteFailedWorkers(const Program& p, uint32_t* completed) {
+  *completed = 0;
+  size_t donor = SIZE_MAX, most = 0;
+  for (size_t t = 0; t < p.threads.size(); ++t) {
+    const ThreadProgram& tp = p.threads[t];
+    if (!tp.worker || !tp.failures.empty()) continue;
+    const size_t n = CallOps(tp).size();
+    if (n > most) most = n, donor = t;
+  }
+  if (donor == SIZE_MAX) return p;
+  const ThreadProgram& from = p.threads[donor];
+  const std::vector<size_t> from_calls = CallOps(from);
+  Program out = p;
+  for (ThreadProgram& tp : out.threads) {
+    if (!tp.worker || tp.failures.empty()) continue;
+    const std::vector<size_t> calls = CallOps(tp);
+    if (calls.empty() || calls.size() > from_calls.size()) continue;
+    const size_t after = from_calls[calls.size() - 1] + 1;  // the donor's rest
+    if (after >= from.ops.size()) continue;
+    bool same = true;
+    for (size_t i = 0; i < calls.size() && same; ++i)
+      same = p.calls[tp.ops[calls[i]].call].kernel == p.calls[from.ops[from_calls[i]].call].kernel;
+    if (!same) continue;
+    // Its ops up to the call it failed in, then the donor's after its call of the same rank.
+    tp.ops.resize(calls.back() + 1);
+    tp.ops.insert(tp.ops.end(), from.ops.begin() + static_cast<std::ptrdiff_t>(after), from.ops.end());
+    ++*completed;
+  }
+  return out;
+}
+
 // The virtual CPU's calibration: each config's trial time from the least contended recorded
 // benchmark of the same tuner, key and config (else tuner and config); each call's own CPU
 // time from the least of its tuner's calls; the GIL from the tuner classes and the probe.

@@ -19,4 +19,12 @@ std::set<uint32_t> OverlappingDevices(const traces::Trace& trace);
 void Calibrate(Program& p, const std::vector<std::vector<std::pair<Nanos, Nanos>>>& bench_seen,
                const std::vector<Nanos>& call_cpu);
 
+// The program a fix's cost is priced on: a worker whose recording ended in a failure (it threw in
+// a tuner call and stopped) is given, after that call, what the worker that completed the most
+// tuner calls without a failure did after its call of the same rank, when their calls until
+// then are of the same kernels (the step is assumed the same on every worker, as in a
+// data-parallel step). A fix that lets the failed workers go on then has their work to price.
+// `completed`: how many workers were given it (0: `p` is returned as it is).
+Program CompleteFailedWorkers(const Program& p, uint32_t* completed);
+
 }  // namespace rerace::replay::detail

@@ -5,14 +5,24 @@
 
 #include <memory>
 
+#include "calibrate.h"
 #include "rerace/sim/explore.h"
 
 namespace rerace::replay {
 
 namespace {
 void Costs(const Program& program, const ReplayOptions& options, Replayer& rep, Verdict& v) {
+  // Priced on the program with the recording's failed workers completed (calibrate.h), so that
+  // a fix that lets them go on is charged their work; the model only (the real-code engine
+  // runs the real code on what was recorded).
+  uint32_t completed = 0;
+  const Program full = options.engine == "python" ? Program{} : detail::CompleteFailedWorkers(program, &completed);
+  const Program& priced = completed != 0 ? full : program;
+  std::unique_ptr<Replayer> own;
+  if (completed != 0) own = std::make_unique<Replayer>(priced, options);
+  Replayer& fixed = own ? *own : rep;
   sim::Timed timed_fix(0);
-  const ReplayResult with_fix = rep.Run(timed_fix);
+  const ReplayResult with_fix = fixed.Run(timed_fix);
   v.makespan_fix = with_fix.makespan;
   if (with_fix.failed()) v.fix_timed_failure = with_fix.findings.front().code;
   v.duplicates_fix = with_fix.duplicates;
@@ -21,10 +31,11 @@ void Costs(const Program& program, const ReplayOptions& options, Replayer& rep, 
   v.cost.failure = v.fix_timed_failure;
   v.cost.step_ns = with_fix.makespan;
   v.cost.terms = with_fix.cost;
+  v.cost.completed_workers = completed;
   ReplayOptions none = options;
   none.fix = Fix{};
   none.patches.clear();  // python engine: the stock code, as installed
-  Replayer base(program, none);
+  Replayer base(priced, none);
   sim::Timed timed_none(0);
   const ReplayResult without = base.Run(timed_none);
   v.makespan_none = without.makespan;
@@ -35,6 +46,8 @@ void Costs(const Program& program, const ReplayOptions& options, Replayer& rep, 
     ReplayOptions model = none;
     model.engine = "model";
     recorded = Replayer(program, model).RunRecorded();
+  } else if (completed != 0) {
+    recorded = Replayer(program, none).RunRecorded();  // the recording as it was
   } else {
     recorded = base.RunRecorded();
   }

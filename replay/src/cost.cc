@@ -70,8 +70,14 @@ std::string FormatCost(const FixCost& c) {
                           std::abs(pct), pct >= 0 ? "more" : "less", c.baseline.Words(),
                           Ms(c.baseline.ns));
   }
-  return fmt::format("cost: with {} the step takes {:.3f} ms in simulation {}{}", c.fix,
-                     Ms(c.step_ns), against, because);
+  const std::string completed =
+      c.completed_workers == 0
+          ? ""
+          : fmt::format(" ({} workers that failed in the recording are priced with the rest of the "
+                        "step of a worker that completed it)",
+                        c.completed_workers);
+  return fmt::format("cost: with {} the step takes {:.3f} ms in simulation{} {}{}", c.fix,
+                     Ms(c.step_ns), completed, against, because);
 }
 
 std::string CostJson(const FixCost& c) {
@@ -81,11 +87,12 @@ std::string CostJson(const FixCost& c) {
                          t.name, Ms(t.ns), t.words);
   return fmt::format(
       "{{\"fix\":\"{}\",\"step_ms\":{},\"failure\":{},\"baseline\":{{\"kind\":\"{}\",\"ms\":{}}},"
-      "\"ratio\":{},\"terms\":[{}]}}",
+      "\"ratio\":{},\"completed_workers\":{},\"terms\":[{}]}}",
       c.fix, c.priced ? fmt::format("{:.3f}", Ms(c.step_ns)) : "null",
       c.priced ? "null" : fmt::format("\"{}\"", c.failure), c.baseline.kind.empty() ? "none" : c.baseline.kind,
       c.baseline.kind.empty() ? "null" : fmt::format("{:.3f}", Ms(c.baseline.ns)),
-      c.priced && !c.baseline.kind.empty() ? fmt::format("{:.3f}", c.Ratio()) : "null", terms);
+      c.priced && !c.baseline.kind.empty() ? fmt::format("{:.3f}", c.Ratio()) : "null",
+      c.completed_workers, terms);
 }
 
 }  // namespace rerace::replay

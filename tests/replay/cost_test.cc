@@ -7,6 +7,8 @@
 #include <string>
 #include <unistd.h>
 
+#include "rerace/replay/check.h"
+#include "rerace/replay/cost.h"
 #include "rerace/replay/replay.h"
 #include "rerace/sim/strategy.h"
 #include "rerace/traces/reader.h"
@@ -134,6 +136,68 @@ TEST(Cost, ALockSerializesFourThreads) {
     }
   });
   EXPECT_EQ(step, 400 * kUs);
+}
+
+// A recording in which one worker threw in its first tuner call: a fix that lets it go on is
+// priced with what the worker that completed did after the same call (the step assumed the
+// same on every worker). Two workers, one tuner of one config (no benchmark); the one that
+// completed then runs a 100 us kernel and waits for it. Both on one device: 2 x 100 = 200 us
+// (100 us if the failed worker's work were left out). A failed worker whose call was of
+// another kernel is not completed.
+Program TwoWorkers(const std::string& failed_kernel) {
+  Program p;
+  p.source = "hand-made";
+  for (const std::string& k : {std::string("k"), failed_kernel}) {
+    TunerCall c;
+    c.tuner = k == "k" ? 1 : 2;
+    c.kernel = k;
+    c.key = "1";
+    c.configs = {"only"};
+    c.bench_ns = {0};
+    c.bench_reps = {0};
+    p.calls.push_back(c);
+  }
+  for (uint32_t t = 0; t < 2; ++t) {
+    ThreadProgram tp;
+    tp.thread = t;
+    tp.name = "worker-" + std::to_string(t);
+    tp.worker = true;
+    Op call;
+    call.kind = Op::Kind::kTunerCall;
+    call.call = t;
+    tp.ops = {call};
+    if (t == 0) {
+      Op launch;
+      launch.kind = Op::Kind::kLaunch;
+      launch.stream = 1;
+      launch.duration = 100 * kUs;
+      Op sync;
+      sync.kind = Op::Kind::kSync;
+      sync.sync = traces::SyncKind::kStream;
+      sync.stream = 1;
+      tp.ops.push_back(launch);
+      tp.ops.push_back(sync);
+    } else {
+      tp.failures.push_back({1, "KeyError", "'y_ptr'", "autotuner.py:74"});
+    }
+    p.threads.push_back(tp);
+  }
+  return p;
+}
+
+TEST(Cost, AFailedWorkerIsPricedWithTheRestOfAWorkerThatCompleted) {
+  ReplayOptions o;
+  o.launch_cpu_ns = 0;
+  const Verdict same = CheckFix(TwoWorkers("k"), o, 1, 1);
+  ASSERT_TRUE(same.cost.priced) << same.cost.failure;
+  EXPECT_EQ(same.cost.completed_workers, 1u);
+  EXPECT_EQ(same.cost.step_ns, 200 * kUs);
+  EXPECT_EQ(same.cost.baseline.ns, 200 * kUs);  // the stock code, serially, on the same work
+  EXPECT_NE(FormatCost(same.cost).find("1 workers that failed in the recording"), std::string::npos);
+  const Verdict other = CheckFix(TwoWorkers("other"), o, 1, 1);
+  ASSERT_TRUE(other.cost.priced) << other.cost.failure;
+  EXPECT_EQ(other.cost.completed_workers, 0u);
+  EXPECT_EQ(other.cost.step_ns, 100 * kUs);
 }
 
 }  // namespace

@@ -61,6 +61,9 @@ struct FixCost {
   Nanos step_ns = 0;
   StepCost terms;
   Baseline baseline;
+  // Workers that failed in the recording and were priced with a completed worker's rest of the
+  // step (CompleteFailedWorkers in replay/src/calibrate.h); the report says so.
+  uint32_t completed_workers = 0;
   double Ratio() const {
     return priced && baseline.ns ? static_cast<double>(step_ns) / static_cast<double>(baseline.ns) : 0.0;
   }
