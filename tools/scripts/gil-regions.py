@@ -47,14 +47,30 @@ PAIRS = [
     ("kBenchmarkNargs", "kConfigsTimings"),
     ("kPostHookRead", "kPostHookRead"), ("kPostHookRead", "kPostHookReset"),
 ]
-MODELS = {
-    "triton_3_2": ("replay/src/models/triton_3_2.cc", "triton-3.2.0", "3.2.0", "kTriton32Gil"),
-    "triton_3_4": ("replay/src/models/triton_3_4.cc", "triton-3.4.0", "3.4.0", "kTriton34Gil"),
-    "triton_3_6": ("replay/src/models/triton_3_6.cc", "venv312/lib/python3.12/site-packages",
-                   "3.6.0", "kTriton36Gil"),
-    "triton_3_8": ("replay/src/models/triton_3_8.cc", "triton-3.8.0", "3.8.0", "kTriton38Gil"),
-    "triton_3_9": ("replay/src/models/triton_3_9.cc", "triton-3.9.0", "3.9.0", "kTriton39Gil"),
-}
+def find_models():
+    """Model name -> (model file, wheel dir under the py root, Triton version, table's name), for
+    every file under replay/src/models/ with GIL markers: the version from its step-table block,
+    the wheel from triton-VERSION/ (3.6.0: venv312's own Triton), the name kTritonXYGil. A new
+    model's file with the markers is all this script needs."""
+    out = {}
+    folder = os.path.join(ROOT, "replay", "src", "models")
+    for name in sorted(os.listdir(folder)):
+        if not name.endswith(".cc"):
+            continue
+        text = open(os.path.join(folder, name)).read()
+        marker = re.search(r"// BEGIN GIL REGIONS \(tools/scripts/gil-regions.py (\w+);", text)
+        block = re.search(r"// step-table: triton (\d+)\.(\d+)\.(\d+) ", text)
+        if marker is None or block is None:
+            continue
+        version = ".".join(block.groups())
+        wheel = ("venv312/lib/python3.12/site-packages" if version == "3.6.0"
+                 else "triton-" + version)
+        out[marker.group(1)] = ("replay/src/models/" + name, wheel, version,
+                                "kTriton%s%sGil" % block.groups()[:2])
+    return out
+
+
+MODELS = find_models()
 
 # Runs inside each interpreter: prints the windows as JSON.
 ANALYSE = r'''
