@@ -3,6 +3,9 @@
 // narrow) and the classic-bug corpus, per strategy: schedules per second, and the runs and CPU
 // time to the first failure (median over 100 seeds). Prints tables; `make bench` runs it from
 // the repository root. CPU time is CLOCK_PROCESS_CPUTIME_ID: a benchmark, not a replay.
+// RERACE_BENCH_RATES=1: the trace tables' schedules/s and steps/run only (no runs to the first
+// failure, no classic corpus), for repeated before/after runs
+// (tools/scripts/replay-bench-compare.py).
 #include <time.h>
 
 #include <algorithm>
@@ -36,6 +39,11 @@ template <typename T>
 T Median(std::vector<T> v) {
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
+}
+
+bool RatesOnly() {
+  const char* v = std::getenv("RERACE_BENCH_RATES");
+  return v != nullptr && std::string(v) == "1";
 }
 
 using Make = std::function<std::unique_ptr<sim::Strategy>(uint64_t)>;
@@ -73,6 +81,11 @@ void Table(const std::string& title, const std::function<sim::RunResult(sim::Str
       steps += run(*s, &hit).steps;
     }
     const double per_s = rate_runs / (CpuSeconds() - t0);
+    if (RatesOnly()) {
+      std::printf("| %s | %.0f | %llu | - | - |\n", row.name, per_s,
+                  static_cast<unsigned long long>(steps / static_cast<uint64_t>(rate_runs)));
+      continue;
+    }
     std::vector<uint64_t> runs;
     std::vector<double> cpu;
     for (uint64_t start = 0; start < 100; ++start) {
@@ -146,6 +159,7 @@ int main() {
                "narrow window)", *p, "lock-key-future", "nargs-none");
   }
   // The classic corpus: runs to the bug.
+  if (RatesOnly()) return 0;
   for (const sim::ClassicBug& bug : sim::ClassicBugs()) {
     sim::RoundRobin rr(1'000'000);
     sim::Scheduler probe(rr);
