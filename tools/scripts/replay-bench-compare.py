@@ -21,9 +21,7 @@ def parse(text):
     out, title = {}, None
     for line in text.splitlines():
         if line.startswith("trace: "):
-            title = line.split(",")[0][len("trace: "):]
-            if "lock-key-future" in line:
-                title += " lock-key-future"
+            title = line[len("trace: "):].split(",")[0].split(" (")[0]
         elif line.startswith("classic bug"):
             title = None
         elif title and line.startswith("| ") and not line.startswith("| strategy") and "---" not in line:
