@@ -46,19 +46,30 @@ test-sanitize: build-asan
 	cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	  ctest --output-on-failure -j $(JOBS) -LE gpu
 
-# ThreadSanitizer over the recorder's buffers and writer, and the native autotuner (the code that runs on the recorded
-# program's threads). The fiber scheduler is single-threaded and not built for TSan.
+# ThreadSanitizer over the recorder's buffers and writer, the native autotuner (the code that
+# runs on the recorded program's threads), the fiber scheduler (sim/src/fiber.cc tells TSan of
+# every switch: each fiber is a TSan fiber) and `fuzz --jobs`, whose worker threads each run
+# schedulers of their own (Campaign.*, and the CLI's jobs test through a TSan rerace).
+TSAN_SIM_SLOW = Explore.DporReachesEveryOutcomeTheNaiveSearchReaches:Strategies.SurwSamplesInterleavingsUniformly:ClassicBugs.PctFindsEachBugAtLeastAsOftenAsItsBound
 build-tsan: deps
 	cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS=-O1 \
 	  -DRERACE_WERROR=$(WERROR) -DRERACE_CUDA=OFF -DRERACE_BENCH=OFF \
-	  -DRERACE_SANITIZE=thread $(CMAKE_FLAGS)
-	cmake --build build-tsan -j $(JOBS) --target recorder_test kernels_test
+	  -DRERACE_SANITIZE=thread $(PY_FLAGS) $(CMAKE_FLAGS)
+	cmake --build build-tsan -j $(JOBS) --target recorder_test kernels_test sim_test replay_test \
+	  cli_test rerace
 
 # The native autotuner's tests race real threads on purpose (its fields are atomic per
 # access, as under the GIL); the fiber-based replay tests in the same binary are left out.
+# sim_test leaves out its three longest searches (minutes under TSan, one thread, nothing
+# more to see); about 2 minutes in all on 2 cores.
 test-tsan: build-tsan
 	TSAN_OPTIONS=halt_on_error=1 build-tsan/tests/recorder_test
-	TSAN_OPTIONS=halt_on_error=1 build-tsan/tests/kernels_test --gtest_filter='Autotuner.*' 
+	TSAN_OPTIONS=halt_on_error=1 build-tsan/tests/kernels_test --gtest_filter='Autotuner.*'
+	TSAN_OPTIONS=halt_on_error=1 build-tsan/tests/sim_test --gtest_filter='-$(TSAN_SIM_SLOW)'
+	RERACE_SOURCE=$(CURDIR) RERACE_BIN=$(CURDIR)/build-tsan/bin TSAN_OPTIONS=halt_on_error=1 \
+	  build-tsan/tests/replay_test --gtest_filter='Campaign.*'
+	RERACE_SOURCE=$(CURDIR) RERACE_BIN=$(CURDIR)/build-tsan/bin TSAN_OPTIONS=halt_on_error=1 \
+	  build-tsan/tests/cli_test --gtest_filter='CliCi.FuzzJobs*'
 
 # libFuzzer, under ASan + UBSan, with clang: the trace reader; trace -> programs -> one small
 # replay; schedule lines; fix descriptions. FUZZ_SECONDS=60 by default, shared out: half each to

@@ -24,9 +24,21 @@
 #define RERACE_ASAN 1
 #endif
 
+#if defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define RERACE_TSAN 1
+#endif
+#endif
+#if defined(__SANITIZE_THREAD__)
+#define RERACE_TSAN 1
+#endif
+
 #ifdef RERACE_ASAN
 #include <sanitizer/asan_interface.h>
 #include <sanitizer/common_interface_defs.h>
+#endif
+#ifdef RERACE_TSAN
+#include <sanitizer/tsan_interface.h>
 #endif
 
 namespace ctx = boost::context;
@@ -121,6 +133,7 @@ struct Slot {
   ctx::fiber cont;  // empty while the context runs, and once a fiber has finished
   const void* bottom = nullptr;
   size_t size = 0;
+  void* tsan = nullptr;  // ThreadSanitizer's fiber for this context (RERACE_TSAN only)
 };
 
 // Sanitizer annotations. `fake` holds ASan's fake stack of the context that switches out;
@@ -135,6 +148,37 @@ void FinishSwitch([[maybe_unused]] void* fake, [[maybe_unused]] const void** bot
                   [[maybe_unused]] size_t* size) {
 #ifdef RERACE_ASAN
   __sanitizer_finish_switch_fiber(fake, bottom, size);
+#endif
+}
+
+// ThreadSanitizer's annotations: each fiber is a TSan fiber of its own, the host is the OS
+// thread's own; TSan is told just before every jump. A switch synchronises (flags 0): what one
+// context did before it happens before what the next does after, as on one thread. TSan keeps
+// a shadow call stack per fiber, which only stays balanced if no frame is entered on one side
+// of a switch and left on the other: this file is built without TSan's function entry/exit
+// hooks (sim/CMakeLists.txt), so the frames of the switch itself (Boost.Context's included)
+// are on no shadow stack. Memory accesses here are still checked.
+void* TsanCreate() {
+#ifdef RERACE_TSAN
+  return __tsan_create_fiber(0);
+#else
+  return nullptr;
+#endif
+}
+void TsanDestroy([[maybe_unused]] void* fiber) {
+#ifdef RERACE_TSAN
+  if (fiber != nullptr) __tsan_destroy_fiber(fiber);
+#endif
+}
+// The host's TSan fiber is the OS thread's current one, learned while the host runs.
+void TsanLearnHost([[maybe_unused]] Slot& host) {
+#ifdef RERACE_TSAN
+  host.tsan = __tsan_get_current_fiber();
+#endif
+}
+void TsanSwitch([[maybe_unused]] const Slot& target) {
+#ifdef RERACE_TSAN
+  __tsan_switch_to_fiber(target.tsan, 0);
 #endif
 }
 }  // namespace
@@ -163,6 +207,7 @@ struct Fiber::Impl {
   Slot slot;
   Entry entry;
   void* arg = nullptr;
+  bool started = false;  // its entry has run: it switches back to the host when unwound
   bool done = false;
   std::exception_ptr exception;
 };
@@ -178,10 +223,12 @@ void Switchboard::SwitchTo(Fiber* to) {
   if (to == b.running) return;
   RERACE_ASSERT(to == nullptr || !to->impl_->done, "switching to a finished fiber");
   Slot& target = to == nullptr ? b.host : to->impl_->slot;
+  if (b.running == nullptr) TsanLearnHost(b.host);
   b.from = b.running == nullptr ? &b.host : &b.running->impl_->slot;
   b.running = to;
   void* fake = nullptr;
   StartSwitch(&fake, target.bottom, target.size);
+  TsanSwitch(target);
   ctx::fiber back;
   try {
     back = std::move(target.cont).resume();
@@ -200,10 +247,12 @@ Fiber::Fiber(Switchboard& board, StackPool& pool, Entry entry, void* arg)
   im->entry = entry;
   im->arg = arg;
   im->slot.size = pool.stack_size();
+  im->slot.tsan = TsanCreate();
   PoolAllocator alloc(pool, &im->slot.bottom);
   im->slot.cont = ctx::fiber(std::allocator_arg, alloc, [im](ctx::fiber&& back) -> ctx::fiber {
     Switchboard::Impl& b = *im->board;
     b.Arrive(std::move(back), nullptr);
+    im->started = true;
     try {
       im->entry.run(im->arg);
     } catch (const ctx::detail::forced_unwind&) {
@@ -211,6 +260,7 @@ Fiber::Fiber(Switchboard& board, StackPool& pool, Entry entry, void* arg)
       // returns to the host that destroys it.
       im->done = true;
       StartSwitch(nullptr, b.host.bottom, b.host.size);
+      TsanSwitch(b.host);
       throw;
     } catch (...) {
       im->exception = std::current_exception();
@@ -222,21 +272,28 @@ Fiber::Fiber(Switchboard& board, StackPool& pool, Entry entry, void* arg)
     b.from = &im->slot;  // receives nothing: the stack goes back to the pool on the way out
     b.running = next;
     StartSwitch(nullptr, target.bottom, target.size);
+    TsanSwitch(target);
     return std::move(target.cont);
   });
 }
 
 Fiber::~Fiber() {
   Impl& im = *impl_;
-  if (!im.slot.cont) return;  // finished
-  Switchboard::Impl& b = *im.board;
-  RERACE_ASSERT(b.running == nullptr, "a fiber must be destroyed from the host");
-  void* fake = nullptr;
-  b.running = this;
-  StartSwitch(&fake, im.slot.bottom, im.slot.size);
-  im.slot.cont = ctx::fiber();  // resumes the fiber with forced_unwind; it returns here
-  FinishSwitch(fake, nullptr, nullptr);
-  b.running = nullptr;
+  if (im.slot.cont) {  // started and not finished, or never started
+    Switchboard::Impl& b = *im.board;
+    RERACE_ASSERT(b.running == nullptr, "a fiber must be destroyed from the host");
+    TsanLearnHost(b.host);
+    void* fake = nullptr;
+    b.running = this;
+    StartSwitch(&fake, im.slot.bottom, im.slot.size);
+    // One never started is unwound by Boost.Context alone (its entry never runs, nor switches
+    // back): TSan stays on the host.
+    if (im.started) TsanSwitch(im.slot);
+    im.slot.cont = ctx::fiber();  // resumes the fiber with forced_unwind; it returns here
+    FinishSwitch(fake, nullptr, nullptr);
+    b.running = nullptr;
+  }
+  TsanDestroy(im.slot.tsan);
 }
 
 bool Fiber::finished() const { return impl_->done; }

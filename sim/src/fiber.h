@@ -11,7 +11,10 @@
 // continue in. Under
 // AddressSanitizer every switch is annotated (__sanitizer_start_switch_fiber /
 // __sanitizer_finish_switch_fiber), as Debian's Boost.Context has only its fcontext backend;
-// the host's stack bounds are learned on each switch that leaves it.
+// the host's stack bounds are learned on each switch that leaves it. Under ThreadSanitizer
+// each fiber is a TSan fiber (__tsan_create_fiber), every switch is announced
+// (__tsan_switch_to_fiber, synchronising) and fiber.cc is built without TSan's function
+// entry/exit hooks, so that no shadow call stack is entered on one fiber and left on another.
 //
 // Stacks come from a StackPool, which keeps released stacks for the next fiber: a fuzz
 // campaign of thousands of runs maps its stacks once. Each stack has a guard page below it.
