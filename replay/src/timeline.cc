@@ -4,10 +4,17 @@
 #include <fmt/format.h>
 
 #include <cxxabi.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <cstdlib>
 #include <map>
+
+#include "id_bits.h"
+#include "rerace/traces/reader.h"
 
 namespace rerace::replay {
 
@@ -19,18 +26,32 @@ sim::ThreadId StepLog::Pick(const sim::Choice& c) {
 
 namespace {
 
+// The JSON text, kept whole, or written to `file` a megabyte at a time.
 class Json {
  public:
+  explicit Json(std::FILE* file = nullptr) : file_(file) {}
   void Event(const std::string& body) {
     out_ += first_ ? "\n" : ",\n";
     first_ = false;
     out_ += "{" + body + "}";
+    if (file_ != nullptr && out_.size() >= (1u << 20)) Drain();
   }
-  std::string Finish() { return "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[" + out_ + "\n]}\n"; }
+  std::string Finish() {
+    out_ += "\n]}\n";
+    if (file_ != nullptr) Drain();
+    return std::move(out_);
+  }
+  uint64_t written() const { return written_; }
 
  private:
-  std::string out_;
+  void Drain() {
+    written_ += std::fwrite(out_.data(), 1, out_.size(), file_);
+    out_.clear();
+  }
+  std::FILE* file_;
+  std::string out_ = "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[";
   bool first_ = true;
+  uint64_t written_ = 0;
 };
 
 std::string Q(const std::string& s) { return "\"" + JsonEscape(s) + "\""; }
@@ -81,113 +102,236 @@ std::string Demangle(const std::string& name) {
   return s;
 }
 
-std::string TraceTimeline(const traces::Trace& t) {
+namespace {
+
+// A recorded trace's timeline, one event at a time. `launch_of` keeps a launch until its
+// timed activity comes: only launches that will get one (`Add`'s `timed`), and only until
+// then unless it gets two (`twice`).
+class TraceTimelineBuilder {
+ public:
+  TraceTimelineBuilder(Json& j, const traces::Header& header, const std::vector<traces::Thread>& threads)
+      : j_(j) {
+    // GPU time → CPU time, per device, from the first clock pair.
+    for (const traces::ClockPair& c : header.clock_pairs)
+      if (!offset_.count(c.device))
+        offset_[c.device] = static_cast<int64_t>(c.cpu_ns) - static_cast<int64_t>(c.gpu_ns);
+    j_.Event(R"("name":"process_name","ph":"M","pid":1,"args":{"name":"host threads"})");
+    for (const traces::Thread& th : threads)
+      j_.Event(fmt::format(R"("name":"thread_name","ph":"M","pid":1,"tid":{},"args":{{"name":{}}})", th.id,
+                           Q(fmt::format("{} {}", th.id, th.name))));
+  }
+  void Add(const traces::Event& e, const traces::TunerEvent* te, const traces::Trace& t, bool timed, bool twice);
+  void Finish();
+
+ private:
+  struct Launch {
+    uint32_t shape, thread;
+  };
+  std::string Us(uint64_t ns) const {
+    return fmt::format("{:.3f}", static_cast<double>(ns - std::min(ns, t0_)) / 1e3);
+  }
+  Json& j_;
+  uint64_t t0_ = 0;
+  bool started_ = false;
+  std::map<uint32_t, int64_t> offset_;
+  std::map<uint32_t, Launch> launch_of_;  // correlation → launch
+  std::map<std::pair<uint32_t, uint64_t>, bool> named_;
+  std::map<uint32_t, std::vector<std::string>> open_calls_;  // thread → calls begun, not ended
+  std::map<uint32_t, uint64_t> last_ns_;                     // thread → its last event's time
+};
+
+void TraceTimelineBuilder::Add(const traces::Event& e, const traces::TunerEvent* te,
+                               const traces::Trace& t, bool timed, bool twice) {
   using traces::EventKind;
   using traces::TunerKind;
-  Json j;
-  const uint64_t t0 = t.events.empty() ? 0 : t.events.front().cpu_ns;
-  auto us = [t0](uint64_t ns) { return fmt::format("{:.3f}", static_cast<double>(ns - std::min(ns, t0)) / 1e3); };
-  // GPU time → CPU time, per device, from the first clock pair.
-  std::map<uint32_t, int64_t> offset;
-  for (const traces::ClockPair& c : t.header.clock_pairs)
-    if (!offset.count(c.device))
-      offset[c.device] = static_cast<int64_t>(c.cpu_ns) - static_cast<int64_t>(c.gpu_ns);
-  j.Event(R"("name":"process_name","ph":"M","pid":1,"args":{"name":"host threads"})");
-  for (const traces::Thread& th : t.threads)
-    j.Event(fmt::format(R"("name":"thread_name","ph":"M","pid":1,"tid":{},"args":{{"name":{}}})", th.id,
-                        Q(fmt::format("{} {}", th.id, th.name))));
-  std::map<uint32_t, const traces::Event*> launch_of;  // correlation → launch
-  std::map<std::pair<uint32_t, uint64_t>, bool> named;
-  std::map<uint32_t, std::vector<std::string>> open_calls;  // thread → calls begun, not ended
-  std::map<uint32_t, uint64_t> last_ns;                     // thread → its last event's time
-  for (const traces::Event& e : t.events) {
-    switch (e.kind) {
-      case EventKind::kLaunch: {
-        launch_of[e.correlation] = &e;
-        const auto& sh = t.shapes[e.shape];
-        j.Event(fmt::format(R"("name":{},"cat":"launch","ph":"i","s":"t","ts":{},"pid":1,"tid":{},"args":{{"stream":{},"grid":"{}x{}x{}","block":"{}x{}x{}"}})",
-                            Q("launch " + Demangle(t.Str(sh.kernel))), us(e.cpu_ns), e.thread, sh.stream,
-                            sh.grid[0], sh.grid[1], sh.grid[2], sh.block[0], sh.block[1], sh.block[2]));
-        break;
-      }
-      case EventKind::kActivity: {
-        auto it = launch_of.find(e.correlation);
-        if (it == launch_of.end() || e.gpu_start_ns == 0) break;
-        const auto& sh = t.shapes[it->second->shape];
-        const int64_t off = offset.count(sh.device) ? offset[sh.device] : 0;
-        const auto start = static_cast<uint64_t>(static_cast<int64_t>(e.gpu_start_ns) + off);
-        const uint32_t pid = 100 + sh.device;
-        if (!named[{pid, sh.stream}]) {
-          named[{pid, sh.stream}] = true;
-          j.Event(fmt::format(R"("name":"process_name","ph":"M","pid":{},"args":{{"name":"GPU {}"}})", pid, sh.device));
-          j.Event(fmt::format(R"("name":"thread_name","ph":"M","pid":{},"tid":{},"args":{{"name":"stream {}"}})",
-                              pid, sh.stream, sh.stream));
-        }
-        const std::string& raw = t.Str(sh.kernel);
-        const std::string name = Demangle(raw);
-        j.Event(fmt::format(R"("name":{},"cat":"kernel","ph":"X","ts":{},"dur":{:.3f},"pid":{},"tid":{},"args":{{"thread":{}{}}})",
-                            Q(name), us(start),
-                            static_cast<double>(e.gpu_end_ns - e.gpu_start_ns) / 1e3, pid, sh.stream,
-                            it->second->thread, name == raw ? "" : ",\"mangled\":" + Q(raw)));
-        break;
-      }
-      case EventKind::kTuner: {
-        const traces::TunerEvent& te = t.tuner_events[e.tuner];
-        // Every B gets its E: a call ends with its end, or with an exception (whichever comes
-        // first), or, if the trace records neither, at the thread's last event (below).
-        if (te.kind == TunerKind::kCallBegin) {
-          j.Event(fmt::format(R"("name":{},"cat":"tuner","ph":"B","ts":{},"pid":1,"tid":{},"args":{{"key":{}}})",
-                              Q("Autotuner.run " + t.Str(te.kernel)), us(e.cpu_ns), e.thread,
-                              Q(te.key)));
-          open_calls[e.thread].push_back("Autotuner.run " + t.Str(te.kernel));
-        } else if (te.kind == TunerKind::kCallEnd) {
-          if (!open_calls[e.thread].empty()) {
-            j.Event(fmt::format(R"("name":{},"cat":"tuner","ph":"E","ts":{},"pid":1,"tid":{},"args":{{"key":{}}})",
-                                Q(open_calls[e.thread].back()), us(e.cpu_ns), e.thread, Q(te.key)));
-            open_calls[e.thread].pop_back();
-          }
-        } else if (te.kind == TunerKind::kError) {
-          j.Event(fmt::format(R"("name":{},"cat":"failure","ph":"i","s":"t","ts":{},"pid":1,"tid":{},"args":{{"where":{}}})",
-                              Q(te.error_type + ": " + te.error_message), us(e.cpu_ns), e.thread,
-                              Q(te.error_where)));
-          // The call ends with the exception.
-          if (!open_calls[e.thread].empty()) {
-            j.Event(fmt::format(R"("name":{},"cat":"tuner","ph":"E","ts":{},"pid":1,"tid":{})",
-                                Q(open_calls[e.thread].back()), us(e.cpu_ns), e.thread));
-            open_calls[e.thread].pop_back();
-          }
-        } else {
-          std::string name = traces::TunerKindName(te.kind);
-          if (te.field != traces::TunerField::kNone) name += std::string(" ") + traces::TunerFieldName(te.field);
-          if (te.config >= 0) name += fmt::format(" config {}", te.config);
-          j.Event(fmt::format(R"("name":{},"cat":"tuner","ph":"i","s":"t","ts":{},"pid":1,"tid":{})",
-                              Q(name), us(e.cpu_ns), e.thread));
-        }
-        break;
-      }
-      case EventKind::kLock:
-        j.Event(fmt::format(R"("name":{},"cat":"lock","ph":"i","s":"t","ts":{},"pid":1,"tid":{})",
-                            Q(std::string(e.lock == traces::LockKind::kAcquire ? "acquire " : "release ") + t.Str(e.text)),
-                            us(e.cpu_ns), e.thread));
-        break;
-      case EventKind::kSync:
-        j.Event(fmt::format(R"("name":{},"cat":"sync","ph":"i","s":"t","ts":{},"pid":1,"tid":{})",
-                            Q(traces::SyncKindName(e.sync)), us(e.cpu_ns), e.thread));
-        break;
-      case EventKind::kNvtx:
-        j.Event(fmt::format(R"("name":{},"cat":"nvtx","ph":"i","s":"t","ts":{},"pid":1,"tid":{})",
-                            Q(t.Str(e.text)), us(e.cpu_ns), e.thread));
-        break;
-      case EventKind::kMemOp:
-        break;
+  if (!started_) t0_ = e.cpu_ns;
+  started_ = true;
+  auto us = [this](uint64_t ns) { return Us(ns); };
+  Json& j = j_;
+  switch (e.kind) {
+    case EventKind::kLaunch: {
+      if (timed) launch_of_[e.correlation] = {e.shape, e.thread};
+      const auto& sh = t.shapes[e.shape];
+      j.Event(fmt::format(R"("name":{},"cat":"launch","ph":"i","s":"t","ts":{},"pid":1,"tid":{},"args":{{"stream":{},"grid":"{}x{}x{}","block":"{}x{}x{}"}})",
+                          Q("launch " + Demangle(t.Str(sh.kernel))), us(e.cpu_ns), e.thread, sh.stream,
+                          sh.grid[0], sh.grid[1], sh.grid[2], sh.block[0], sh.block[1], sh.block[2]));
+      break;
     }
-    last_ns[e.thread] = e.cpu_ns;
+    case EventKind::kActivity: {
+      auto it = launch_of_.find(e.correlation);
+      if (it == launch_of_.end() || e.gpu_start_ns == 0) break;
+      const Launch launch = it->second;
+      if (!twice) launch_of_.erase(it);
+      const auto& sh = t.shapes[launch.shape];
+      const int64_t off = offset_.count(sh.device) ? offset_[sh.device] : 0;
+      const auto start = static_cast<uint64_t>(static_cast<int64_t>(e.gpu_start_ns) + off);
+      const uint32_t pid = 100 + sh.device;
+      if (!named_[{pid, sh.stream}]) {
+        named_[{pid, sh.stream}] = true;
+        j.Event(fmt::format(R"("name":"process_name","ph":"M","pid":{},"args":{{"name":"GPU {}"}})", pid, sh.device));
+        j.Event(fmt::format(R"("name":"thread_name","ph":"M","pid":{},"tid":{},"args":{{"name":"stream {}"}})",
+                            pid, sh.stream, sh.stream));
+      }
+      const std::string& raw = t.Str(sh.kernel);
+      const std::string name = Demangle(raw);
+      j.Event(fmt::format(R"("name":{},"cat":"kernel","ph":"X","ts":{},"dur":{:.3f},"pid":{},"tid":{},"args":{{"thread":{}{}}})",
+                          Q(name), us(start),
+                          static_cast<double>(e.gpu_end_ns - e.gpu_start_ns) / 1e3, pid, sh.stream,
+                          launch.thread, name == raw ? "" : ",\"mangled\":" + Q(raw)));
+      break;
+    }
+    case EventKind::kTuner: {
+      // Every B gets its E: a call ends with its end, or with an exception (whichever comes
+      // first), or, if the trace records neither, at the thread's last event (Finish).
+      if (te->kind == TunerKind::kCallBegin) {
+        j.Event(fmt::format(R"("name":{},"cat":"tuner","ph":"B","ts":{},"pid":1,"tid":{},"args":{{"key":{}}})",
+                            Q("Autotuner.run " + t.Str(te->kernel)), us(e.cpu_ns), e.thread,
+                            Q(te->key)));
+        open_calls_[e.thread].push_back("Autotuner.run " + t.Str(te->kernel));
+      } else if (te->kind == TunerKind::kCallEnd) {
+        if (!open_calls_[e.thread].empty()) {
+          j.Event(fmt::format(R"("name":{},"cat":"tuner","ph":"E","ts":{},"pid":1,"tid":{},"args":{{"key":{}}})",
+                              Q(open_calls_[e.thread].back()), us(e.cpu_ns), e.thread, Q(te->key)));
+          open_calls_[e.thread].pop_back();
+        }
+      } else if (te->kind == TunerKind::kError) {
+        j.Event(fmt::format(R"("name":{},"cat":"failure","ph":"i","s":"t","ts":{},"pid":1,"tid":{},"args":{{"where":{}}})",
+                            Q(te->error_type + ": " + te->error_message), us(e.cpu_ns), e.thread,
+                            Q(te->error_where)));
+        // The call ends with the exception.
+        if (!open_calls_[e.thread].empty()) {
+          j.Event(fmt::format(R"("name":{},"cat":"tuner","ph":"E","ts":{},"pid":1,"tid":{})",
+                              Q(open_calls_[e.thread].back()), us(e.cpu_ns), e.thread));
+          open_calls_[e.thread].pop_back();
+        }
+      } else {
+        std::string name = traces::TunerKindName(te->kind);
+        if (te->field != traces::TunerField::kNone) name += std::string(" ") + traces::TunerFieldName(te->field);
+        if (te->config >= 0) name += fmt::format(" config {}", te->config);
+        j.Event(fmt::format(R"("name":{},"cat":"tuner","ph":"i","s":"t","ts":{},"pid":1,"tid":{})",
+                            Q(name), us(e.cpu_ns), e.thread));
+      }
+      break;
+    }
+    case EventKind::kLock:
+      j.Event(fmt::format(R"("name":{},"cat":"lock","ph":"i","s":"t","ts":{},"pid":1,"tid":{})",
+                          Q(std::string(e.lock == traces::LockKind::kAcquire ? "acquire " : "release ") + t.Str(e.text)),
+                          us(e.cpu_ns), e.thread));
+      break;
+    case EventKind::kSync:
+      j.Event(fmt::format(R"("name":{},"cat":"sync","ph":"i","s":"t","ts":{},"pid":1,"tid":{})",
+                          Q(traces::SyncKindName(e.sync)), us(e.cpu_ns), e.thread));
+      break;
+    case EventKind::kNvtx:
+      j.Event(fmt::format(R"("name":{},"cat":"nvtx","ph":"i","s":"t","ts":{},"pid":1,"tid":{})",
+                          Q(t.Str(e.text)), us(e.cpu_ns), e.thread));
+      break;
+    case EventKind::kMemOp:
+      break;
   }
-  for (auto& [thread, names] : open_calls)
+  last_ns_[e.thread] = e.cpu_ns;
+}
+
+void TraceTimelineBuilder::Finish() {
+  for (auto& [thread, names] : open_calls_)
     for (auto it = names.rbegin(); it != names.rend(); ++it)
-      j.Event(fmt::format(R"("name":{},"cat":"tuner","ph":"E","ts":{},"pid":1,"tid":{},"args":{{"note":"the trace records no end of this call"}})",
-                          Q(*it), us(last_ns[thread]), thread));
+      j_.Event(fmt::format(R"("name":{},"cat":"tuner","ph":"E","ts":{},"pid":1,"tid":{},"args":{{"note":"the trace records no end of this call"}})",
+                           Q(*it), Us(last_ns_[thread]), thread));
+}
+
+// The first pass of the streamed export: what the reader checks (the whole file is read before
+// anything is written), the threads' final names, and which launches get one GPU time or more.
+struct TimelineSurvey {
+  traces::Trace read;  // without events
+  detail::IdBits timed, twice;
+};
+
+Result<TimelineSurvey> SurveyTimeline(const std::string& path) {
+  auto stream = traces::TraceStream::Open(path);
+  if (!stream) return stream.error();
+  TimelineSurvey s;
+  std::vector<traces::Event> events;
+  std::vector<traces::TunerEvent> tuners;
+  while (true) {
+    auto more = stream->Next(events, tuners);
+    if (!more) return more.error();
+    if (!*more) break;
+    for (const traces::Event& e : events) {
+      if (e.kind != traces::EventKind::kActivity || e.gpu_start_ns == 0) continue;
+      if (s.timed.Test(e.correlation)) s.twice.Set(e.correlation);
+      s.timed.Set(e.correlation);
+    }
+  }
+  s.read = stream->trace();
+  return s;
+}
+
+}  // namespace
+
+std::string TraceTimeline(const traces::Trace& t) {
+  Json j;
+  TraceTimelineBuilder b(j, t.header, t.threads);
+  for (const traces::Event& e : t.events)
+    b.Add(e, e.kind == traces::EventKind::kTuner ? &t.tuner_events[e.tuner] : nullptr, t, true, true);
+  b.Finish();
   return j.Finish();
+}
+
+Result<uint64_t> WriteTraceTimeline(const std::string& trace_path, const std::string& out_path,
+                                    traces::Trace* read) {
+  auto survey = SurveyTimeline(trace_path);
+  if (!survey) return survey.error();
+  auto stream = traces::TraceStream::Open(trace_path);
+  if (!stream) return stream.error();
+  const std::string tmp = fmt::format("{}.tmp-{}", out_path, static_cast<long>(::getpid()));
+  std::FILE* f = std::fopen(tmp.c_str(), "wb");
+  if (f == nullptr)
+    return Error{fmt::format("{}: cannot write: {}", out_path, std::strerror(errno)), kExitIoError};
+  Json j(f);
+  TraceTimelineBuilder b(j, stream->trace().header, survey->read.threads);
+  std::vector<traces::Event> events;
+  std::vector<traces::TunerEvent> tuners;
+  Result<bool> more = true;
+  while (more.ok() && *more) {
+    more = stream->Next(events, tuners);
+    if (!more || !*more) break;
+    for (const traces::Event& e : events) {
+      if (e.thread >= survey->read.threads.size()) {
+        more = Error{fmt::format("{}: the file changed while it was read (event {} names thread {})",
+                                 trace_path, e.seq, e.thread),
+                     kExitDataError};
+        break;
+      }
+      const bool timed = e.kind == traces::EventKind::kLaunch && survey->timed.Test(e.correlation);
+      const bool twice = e.kind == traces::EventKind::kActivity && survey->twice.Test(e.correlation);
+      b.Add(e, e.kind == traces::EventKind::kTuner ? &tuners[e.tuner] : nullptr, stream->trace(), timed, twice);
+    }
+  }
+  if (more.ok()) {
+    b.Finish();
+    j.Finish();
+  }
+  const bool wrote = more.ok() && std::ferror(f) == 0;
+  const bool flushed = std::fflush(f) == 0;
+  const int err = errno;
+  const bool closed = std::fclose(f) == 0;
+  if (!more) {
+    std::remove(tmp.c_str());
+    return more.error();
+  }
+  if (!wrote || !flushed || !closed) {
+    std::remove(tmp.c_str());
+    return Error{fmt::format("{}: cannot write: {}", out_path, std::strerror(err != 0 ? err : EIO)),
+                 kExitIoError};
+  }
+  if (std::rename(tmp.c_str(), out_path.c_str()) != 0) {
+    const int rerr = errno;
+    std::remove(tmp.c_str());
+    return Error{fmt::format("{}: cannot write (rename from {}): {}", out_path, tmp, std::strerror(rerr)),
+                 kExitIoError};
+  }
+  if (read != nullptr) *read = std::move(survey->read);
+  return j.written();
 }
 
 }  // namespace rerace::replay

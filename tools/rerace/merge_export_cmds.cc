@@ -179,15 +179,15 @@ struct ExportArgs {
 };
 
 int RunExport(const ExportArgs& a) {
-  auto t = traces::ReadTrace(a.trace);
-  if (!t) return ReportError(t.error());
-  if (t->truncated)
+  // Streamed: the trace is read twice, chunk by chunk, and the text written as it is made.
+  traces::Trace read;
+  auto bytes = replay::WriteTraceTimeline(a.trace, a.output, &read);
+  if (!bytes) return ReportError(bytes.error());
+  if (read.truncated)
     std::fprintf(stderr, "warning: TRUNCATED trace %s: %s; the timeline ends at the cut\n",
-                 a.trace.c_str(), t->truncation.c_str());
-  const std::string json = replay::TraceTimeline(*t);
-  if (auto w = WriteFile(a.output, json); !w) return ReportError(w.error());
-  std::fprintf(stderr, "rerace: wrote %s (%zu bytes): open it in ui.perfetto.dev or chrome://tracing\n",
-               a.output.c_str(), json.size());
+                 a.trace.c_str(), read.truncation.c_str());
+  std::fprintf(stderr, "rerace: wrote %s (%llu bytes): open it in ui.perfetto.dev or chrome://tracing\n",
+               a.output.c_str(), static_cast<unsigned long long>(*bytes));
   return kExitOk;
 }
 

@@ -127,10 +127,13 @@ std::vector<std::string> PatchedParts(const Program& p);
 // Builds the programs. Errors (exit 65) name the trace and event: a tuner call that never
 // says which configs it has, a transition outside a call, a config index out of range.
 Result<Program> BuildProgram(const traces::Trace& trace, const std::string& source);
-// The same from the trace at `path`. `read`, when given, receives what was read besides the
-// events (header, threads, footer, truncated / truncation, event_count). The whole trace is
-// read (not streamed: the programs' calibration needs each launch's GPU time where the launch
-// is, and its activity record comes later).
+// The same from the trace at `path`, streamed (traces::TraceStream) in two passes: the events
+// are never all in memory, only the programs, what the reader keeps (strings, shapes, threads,
+// the launches' correlation ids as a bitmap) and the launches whose GPU time (their activity
+// record, later in the trace) has not come yet. A trace that gives a launch two GPU times, or
+// a memory operation a launch's correlation id, is read whole instead (the same program).
+// `read`, when given, receives what was read besides the events (header, threads, footer,
+// truncated / truncation, event_count). Errors: the reader's (exit 65, 66), then BuildProgram's.
 Result<Program> ReadProgram(const std::string& path, traces::Trace* read = nullptr);
 
 }  // namespace rerace::replay

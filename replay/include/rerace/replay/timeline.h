@@ -50,6 +50,14 @@ std::string ReplayTimeline(const ReplayResult& r, const std::vector<StepLog::Ste
 // "mangled" argument; each tuner call a B/E pair (a call the trace never ends is closed at its
 // thread's last event, with a note).
 std::string TraceTimeline(const traces::Trace& t);
+// The same text, streamed from the trace at `trace_path` to the file `out_path` (written
+// whole or not at all: a temporary file renamed) in two passes: the first reads the whole
+// trace with the reader's checks (its errors, exit 65 / 66, come before anything is written),
+// the threads' final names and which launches get a GPU time; the second writes. Memory: what
+// the reader keeps, the launches whose activity has not come yet, a megabyte of text. Returns
+// the bytes written; `read`, when given, receives the trace without its events (truncation).
+Result<uint64_t> WriteTraceTimeline(const std::string& trace_path, const std::string& out_path,
+                                    traces::Trace* read = nullptr);
 
 // A kernel's name as its source spells it, from the mangled symbol CUDA reports for C++
 // kernels ("_ZN6rerace7kernels...NormKernelEPKfS3_Pfllib" → "rerace::kernels::(anonymous
