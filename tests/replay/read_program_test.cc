@@ -21,7 +21,8 @@ namespace {
 // Every field of the programs, as text.
 std::string Describe(const Program& p) {
   std::string s = p.source + (p.truncated ? " truncated" : "") + " span " +
-                  std::to_string(p.recorded_span_ns) + (p.gil ? " gil" : "") + "\n";
+                  std::to_string(p.recorded_span_ns) + (p.gil ? " gil" : "") + " step_start " +
+                  std::to_string(p.step_start_ns) + "\n";
   for (uint32_t d : p.overlapping_devices) s += "overlapping " + std::to_string(d) + "\n";
   for (uint64_t t : p.cache_results) s += "cache_results " + std::to_string(t) + "\n";
   for (const std::string& c : p.tuner_classes) s += "class " + c + "\n";
@@ -37,10 +38,11 @@ std::string Describe(const Program& p) {
     s += " trials";
     for (size_t i = 0; i < c.trial_gpu_ns.size(); ++i)
       s += " " + std::to_string(c.trial_gpu_ns[i]) + "+" + std::to_string(c.trial_cpu_ns[i]);
-    s += " call_cpu " + std::to_string(c.call_cpu_ns) + "\n";
+    s += " call_cpu " + std::to_string(c.call_cpu_ns) + (c.time_budgeted ? " budgeted" : "") + "\n";
   }
   for (const ThreadProgram& t : p.threads) {
-    s += "thread " + std::to_string(t.thread) + " " + t.name + "\n";
+    s += "thread " + std::to_string(t.thread) + " " + t.name + " start " + std::to_string(t.start_ns) +
+         (t.worker ? " worker" : "") + "\n";
     for (const Op& o : t.ops)
       s += " op " + std::to_string(static_cast<int>(o.kind)) + " " + std::to_string(o.seq) + " " +
            std::to_string(o.call) + " " + std::to_string(o.device) + " " + std::to_string(o.stream) +
