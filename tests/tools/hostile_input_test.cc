@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -67,13 +68,12 @@ TEST(HostileInput, DevicesAndFoldersAreRefusedBeforeReading) {
       {"replay /dev/zero", 66, "not a regular file"},
       {"check /tmp", 66, "/tmp: not a regular file (a directory)"},
       {"replay " + Sample() + " --schedule /dev/zero", 66, "/dev/zero: not a regular file"},
-      // export and replay read the whole trace: its memory and the file's size are limited.
-      // show streams it (MemoryLimitBoundsWhatIsHeldAtOnce).
-      {"export " + SourcePath("traces/samples/native-call-local-h200.rrt") + " -o " +
-           ::testing::TempDir() + "/limit.json", 65, "the limit; set RERACE_MAX_TRACE_MB"},
+      // show, replay and export stream the trace: the limit bounds what is held at once (a
+      // chunk of this one is more than 1 MiB), not the trace (MemoryLimitBoundsWhatIsHeldAtOnce).
       {"export " + SourcePath("traces/samples/triton-none-h200.rrt") + " -o " +
-           ::testing::TempDir() + "/limit.json", 65,
-       "a file of 4 MiB; this rerace reads traces of at most 1 MiB"},
+           ::testing::TempDir() + "/limit.json", 65, "more than 1 MiB in memory, the limit; set RERACE_MAX_TRACE_MB"},
+      {"replay " + SourcePath("traces/samples/triton-none-h200.rrt"), 65,
+       "more than 1 MiB in memory, the limit; set RERACE_MAX_TRACE_MB"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.args);
@@ -82,16 +82,30 @@ TEST(HostileInput, DevicesAndFoldersAreRefusedBeforeReading) {
   }
 }
 
-// show streams: it holds the metadata and one chunk, not the trace; a limit that the whole
-// trace exceeds (export, above) still lets it read it all, and it prints what a whole read
-// gives.
+// show, replay and export stream: they hold the metadata and one chunk, not the trace; a limit
+// that the whole trace exceeds (ReadTrace's) still lets them read it all, and they print what
+// a whole read gives.
 TEST(HostileInput, MemoryLimitBoundsWhatIsHeldAtOnce) {
   const std::string t = SourcePath("traces/samples/native-call-local-h200.rrt");
+  const std::string limit = "RERACE_MAX_TRACE_MB=1";
   const CliRun whole = RunRerace("show " + t);
-  const CliRun limited = RunRerace("show " + t, "RERACE_MAX_TRACE_MB=1");
+  const CliRun limited = RunRerace("show " + t, limit);
   EXPECT_EQ(limited.code, 0) << limited.out;
   EXPECT_EQ(limited.out, whole.out);
   EXPECT_NE(limited.out.find("complete: yes"), std::string::npos) << limited.out;
+  const CliRun replayed = RunRerace("replay " + t + " --seed 3");
+  const CliRun replayed_limited = RunRerace("replay " + t + " --seed 3", limit);
+  EXPECT_EQ(replayed_limited.code, replayed.code) << replayed_limited.out;
+  EXPECT_EQ(replayed_limited.out, replayed.out);
+  const std::string a = ::testing::TempDir() + "/whole.json", b = ::testing::TempDir() + "/limited.json";
+  EXPECT_EQ(RunRerace("export " + t + " -o " + a).code, 0);
+  EXPECT_EQ(RunRerace("export " + t + " -o " + b, limit).code, 0);
+  std::ifstream fa(a, std::ios::binary), fb(b, std::ios::binary);
+  std::stringstream ta, tb;
+  ta << fa.rdbuf();
+  tb << fb.rdbuf();
+  EXPECT_GT(ta.str().size(), 1000u);
+  EXPECT_EQ(tb.str(), ta.str());
 }
 
 // Numbers that used to wrap (-1 as 2^64-1), saturate, or mean something else; durations that
