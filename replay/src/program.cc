@@ -25,14 +25,30 @@ namespace {
 // Memory operations with a correlation id kept by the first pass before it gives up streaming.
 constexpr size_t kMaxMemOpIds = size_t{1} << 20;
 
-// ReadProgram's first pass: the final threads, which launches get a GPU time, the devices
-// with two streams, and whether the trace fits the deferred build (program_builder.h).
+// ReadProgram's first pass: the final threads, which launches get a GPU time, each stream's
+// window (program_builder.h), and whether the trace fits the deferred build.
 struct Survey {
   std::vector<Thread> threads;
   detail::IdBits timed;                   // launches with a timed activity
-  std::set<uint32_t> multi_stream;
+  detail::StreamWindows windows;
   bool fits = true;
 };
+
+// Per device with GPU work on two streams or more, per stream: the span of the other streams'
+// work (the first start, the last end), from each stream's span.
+detail::StreamWindows WindowsOf(const std::map<std::pair<uint32_t, uint64_t>, std::pair<uint64_t, uint64_t>>& spans) {
+  detail::StreamWindows out;
+  for (const auto& [key, span] : spans) {
+    uint64_t lo = UINT64_MAX, hi = 0;
+    for (const auto& [other, o] : spans) {
+      if (other.first != key.first || other.second == key.second) continue;
+      lo = std::min(lo, o.first);
+      hi = std::max(hi, o.second);
+    }
+    if (lo < hi) out[key] = {lo, hi};
+  }
+  return out;
+}
 
 Result<Survey> SurveyTrace(const std::string& path) {
   auto stream = TraceStream::Open(path);
@@ -40,7 +56,10 @@ Result<Survey> SurveyTrace(const std::string& path) {
   Survey s;
   detail::IdBits launched;
   std::unordered_set<uint32_t> memops;
-  std::map<uint32_t, uint64_t> first_stream;  // device → the stream of its first launch
+  // Launches whose timed activity has not come: correlation → device, stream; the GPU work's
+  // span per device and stream.
+  std::unordered_map<uint32_t, std::pair<uint32_t, uint64_t>> waiting;
+  std::map<std::pair<uint32_t, uint64_t>, std::pair<uint64_t, uint64_t>> spans;
   std::vector<Event> events;
   std::vector<TunerEvent> tuners;
   while (true) {
@@ -54,8 +73,7 @@ Result<Survey> SurveyTrace(const std::string& path) {
         launched.Set(e.correlation);
         if (memops.count(e.correlation) != 0) s.fits = false;
         const LaunchShape& sh = meta.shapes[e.shape];
-        auto [it, fresh] = first_stream.try_emplace(sh.device, sh.stream);
-        if (!fresh && it->second != sh.stream) s.multi_stream.insert(sh.device);
+        waiting[e.correlation] = {sh.device, sh.stream};
       } else if (e.kind == EventKind::kMemOp) {
         if (launched.Test(e.correlation)) s.fits = false;
         memops.insert(e.correlation);
@@ -63,11 +81,23 @@ Result<Survey> SurveyTrace(const std::string& path) {
       } else if (e.kind == EventKind::kActivity && e.gpu_start_ns != 0) {
         if (s.timed.Test(e.correlation)) s.fits = false;  // a second timing: the last one counts
         s.timed.Set(e.correlation);
+        const auto it = waiting.find(e.correlation);
+        if (it == waiting.end()) continue;
+        if (e.gpu_end_ns > e.gpu_start_ns) {
+          auto [span, fresh] = spans.try_emplace(it->second, e.gpu_start_ns, e.gpu_end_ns);
+          span->second.first = std::min(span->second.first, e.gpu_start_ns);
+          span->second.second = std::max(span->second.second, e.gpu_end_ns);
+        }
+        waiting.erase(it);
       }
     }
-    if (!s.fits) memops.clear();
+    if (!s.fits) {
+      memops.clear();
+      waiting.clear();
+    }
   }
   s.threads = stream->trace().threads;
+  s.windows = WindowsOf(spans);
   return s;
 }
 
@@ -110,7 +140,7 @@ Result<Program> ReadProgram(const std::string& path, traces::Trace* read) {
   if (!survey->fits) return ReadWhole(path, read);
   auto stream = TraceStream::Open(path);
   if (!stream) return stream.error();
-  detail::ProgramBuilder b(path, survey->threads, nullptr, std::move(survey->multi_stream));
+  detail::ProgramBuilder b(path, survey->threads, nullptr, std::move(survey->windows));
   std::vector<Event> events;
   std::vector<TunerEvent> tuners;
   while (true) {

@@ -45,8 +45,8 @@ std::set<uint32_t> OverlapsOf(std::map<uint32_t, std::vector<GpuInterval>> by_de
 
 ProgramBuilder::ProgramBuilder(std::string source, const std::vector<Thread>& threads,
                                const std::unordered_map<uint32_t, Nanos>* durations,
-                               std::set<uint32_t> multi_stream)
-    : durations_(durations), multi_stream_(std::move(multi_stream)) {
+                               StreamWindows windows)
+    : durations_(durations), windows_(std::move(windows)) {
   p_.source = std::move(source);
   // One program per recorded thread, in the trace's thread order: replay's thread ids are the
   // trace's (what `rerace show` prints). A thread that did nothing replay models just ends.
@@ -92,8 +92,11 @@ Result<void> ProgramBuilder::Add(const Event& e, const TunerEvent* te, const Tra
       const auto it = pending_.find(e.correlation);
       if (it == pending_.end()) break;
       Apply(it->second, e.gpu_end_ns - e.gpu_start_ns);
-      if (e.gpu_end_ns > e.gpu_start_ns && multi_stream_.count(it->second.device) != 0)
-        intervals_[it->second.device].push_back({e.gpu_start_ns, e.gpu_end_ns, it->second.stream});
+      if (e.gpu_end_ns > e.gpu_start_ns) {
+        const auto w = windows_.find({it->second.device, it->second.stream});
+        if (w != windows_.end() && e.gpu_start_ns < w->second.second && e.gpu_end_ns > w->second.first)
+          intervals_[it->second.device].push_back({e.gpu_start_ns, e.gpu_end_ns, it->second.stream});
+      }
       pending_.erase(it);
       break;
     }

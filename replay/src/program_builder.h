@@ -29,6 +29,13 @@
 
 namespace rerace::replay::detail {
 
+// Per device and stream, where another stream of the device has GPU work: [first start, last
+// end) of the other streams' work. Only an interval of the stream that meets its window can
+// overlap another stream's, so a streamed build keeps only those (Program::overlapping_devices
+// is the same): a device with one stream, or a stream that ran before or after the others,
+// keeps nothing.
+using StreamWindows = std::map<std::pair<uint32_t, uint64_t>, std::pair<uint64_t, uint64_t>>;
+
 // GPU work of one device, for Program::overlapping_devices.
 struct GpuInterval {
   uint64_t start, end, stream;
@@ -41,11 +48,11 @@ class ProgramBuilder {
  public:
   // `threads`: the trace's threads, final names (one program each, in this order).
   // `durations`: GPU time per correlation id, when known up front; nullptr: deferred.
-  // `multi_stream`: deferred only, the devices with launches on two streams or more (only
-  // their intervals are kept for overlapping_devices).
+  // `windows`: deferred only, the windows of the streams (only intervals that meet their
+  // stream's window are kept for overlapping_devices).
   ProgramBuilder(std::string source, const std::vector<traces::Thread>& threads,
                  const std::unordered_map<uint32_t, Nanos>* durations,
-                 std::set<uint32_t> multi_stream);
+                 StreamWindows windows);
 
   // One event, in trace order; `meta` holds the strings and shapes it names, `te` its tuner
   // transition (kTuner). `timed`: deferred only, whether an activity with a GPU time will
@@ -98,7 +105,7 @@ class ProgramBuilder {
 
   Program p_;
   const std::unordered_map<uint32_t, Nanos>* durations_;
-  std::set<uint32_t> multi_stream_;
+  StreamWindows windows_;
   std::unordered_map<uint32_t, Pending> pending_;
   std::map<uint32_t, std::vector<GpuInterval>> intervals_;
   std::vector<int64_t> open_call_;  // per thread: call being recorded
