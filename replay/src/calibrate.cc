@@ -95,8 +95,29 @@ Program CompleteFailedWorkers(const Program& p, uint32_t* completed) {
 // The virtual CPU's calibration: each config's trial time from the least contended recorded
 // benchmark of the same tuner, key and config (else tuner and config); each call's own CPU
 // time from the least of its tuner's calls; the GIL from the tuner classes and the probe.
-void Calibrate(Program& p, const std::vector<std::vector<std::pair<Nanos, Nanos>>>& bench_seen,
-               const std::vector<Nanos>& call_cpu) {
+void Calibrate(Program& p, std::vector<std::vector<std::pair<Nanos, Nanos>>> bench_seen,
+               const std::vector<Nanos>& call_cpu, const std::vector<BenchInterval>& benches) {
+  for (TunerCall& c : p.calls) c.time_budgeted = c.tuner_class.rfind("rerace.kernels.", 0) != 0;
+  // Trials that synchronize the whole device run one repetition at a time per device (the
+  // virtual GPU's Context): a recorded trial that overlapped others of its device took its own
+  // time times the mean number of such trials running during it (itself included), which is
+  // divided out (at least its GPU work).
+  auto serial = [&](const BenchInterval& b) {
+    const TunerCall& c = p.calls[b.call];
+    return c.trial_device_sync && !c.time_budgeted && b.end > b.begin;
+  };
+  for (const BenchInterval& b : benches) {
+    if (!serial(b)) continue;
+    long double shared = 0;
+    for (const BenchInterval& o : benches)
+      if (serial(o) && p.calls[o.call].device == p.calls[b.call].device)
+        shared += static_cast<long double>(std::max(b.begin, o.begin) < std::min(b.end, o.end)
+                                               ? std::min(b.end, o.end) - std::max(b.begin, o.begin)
+                                               : 0);
+    auto& [wall, gpu] = bench_seen[b.call][b.config];
+    const long double mean = shared / static_cast<long double>(b.end - b.begin);
+    if (mean > 1) wall = std::max(gpu, static_cast<Nanos>(static_cast<long double>(wall) / mean));
+  }
   std::map<std::tuple<uint64_t, std::string, size_t>, std::pair<Nanos, Nanos>> by_key;
   std::map<std::pair<uint64_t, size_t>, std::pair<Nanos, Nanos>> by_config;
   std::map<uint64_t, Nanos> least_call;
@@ -139,7 +160,6 @@ void Calibrate(Program& p, const std::vector<std::vector<std::pair<Nanos, Nanos>
     const Nanos median = sorted.empty() ? 0 : sorted[sorted.size() / 2];
     for (Nanos& n : c.trial_cpu_ns)
       if (median != 0 && n > 3 * median) n = median;
-    c.time_budgeted = c.tuner_class.rfind("rerace.kernels.", 0) != 0;
   }
   for (const std::string& cls : p.tuner_classes)
     if (cls.rfind("rerace.kernels.", 0) != 0) p.gil = true;

@@ -16,8 +16,15 @@ std::set<uint32_t> OverlappingDevices(const traces::Trace& trace);
 // Per call and config, the recorded benchmark's (wall, GPU work) (0: not benchmarked); per
 // call, its CPU time outside benchmarks (UINT64_MAX: the call did not end). Fills the calls'
 // trial and call CPU times and the program's GIL.
-void Calibrate(Program& p, const std::vector<std::vector<std::pair<Nanos, Nanos>>>& bench_seen,
-               const std::vector<Nanos>& call_cpu);
+// `benches`: every recorded benchmark's interval (call, config, begin, end), to take, for trials
+// that synchronize the whole device (TunerCall::trial_device_sync, a fixed repetition count),
+// each one's own time out of a wall shared with other threads' trials.
+struct BenchInterval {
+  size_t call = 0, config = 0;
+  Nanos begin = 0, end = 0;
+};
+void Calibrate(Program& p, std::vector<std::vector<std::pair<Nanos, Nanos>>> bench_seen,
+               const std::vector<Nanos>& call_cpu, const std::vector<BenchInterval>& benches);
 
 // The program a fix's cost is priced on: a worker whose recording ended in a failure (it threw in
 // a tuner call and stopped) is given, after that call, what the worker that completed the most

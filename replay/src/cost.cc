@@ -33,6 +33,11 @@ std::vector<CostTerm> DominantTerms(const StepCost& c, size_t n) {
                                Ms(c.cpu_ns))});
   if (c.gil_wait_ns)
     all.push_back({"gil", c.gil_wait_ns, fmt::format("waiting for the GIL: {:.3f} ms", Ms(c.gil_wait_ns))});
+  if (c.context_wait_ns)
+    all.push_back({"context", c.context_wait_ns,
+                   fmt::format("trials waiting for the device's context (other threads' "
+                               "cudaMalloc, cudaFree, device synchronizations): {:.3f} ms",
+                               Ms(c.context_wait_ns))});
   if (c.gpu_queue_ns)
     all.push_back({"gpu-queue", c.gpu_queue_ns,
                    fmt::format("kernels queued behind other threads' on the GPU: {:.3f} ms",

@@ -102,7 +102,11 @@ Result<void> ProgramBuilder::Add(const Event& e, const TunerEvent* te, const Tra
     }
     case EventKind::kSync: {
       if (e.sync == SyncKind::kEventRecord || e.sync == SyncKind::kStreamWaitEvent) break;
-      if (open_call_[e.thread] >= 0) break;  // do_bench's own synchronizations
+      if (open_call_[e.thread] >= 0) {  // do_bench's own synchronizations
+        if (e.sync == SyncKind::kContext && clock_[e.thread].in_bench)
+          p_.calls[static_cast<size_t>(open_call_[e.thread])].trial_device_sync = true;
+        break;
+      }
       Op op;
       op.kind = Op::Kind::kSync;
       op.seq = e.seq;
@@ -272,6 +276,7 @@ Result<void> ProgramBuilder::AddTuner(const Event& e, const TunerEvent& te, cons
     c.bench_reps[i] = te.repetitions;
     if (ck.in_bench && e.cpu_ns >= ck.bench_begin) {
       bench_seen_[ci][i] = {e.cpu_ns - ck.bench_begin, ck.bench};
+      benches_.push_back({ci, i, ck.bench_begin, e.cpu_ns});
       ck.bench_walls += e.cpu_ns - ck.bench_begin;
     }
     ck.in_bench = false;
@@ -324,7 +329,7 @@ Program ProgramBuilder::Finish(bool truncated, std::set<uint32_t> overlapping) {
   for (size_t ci = 0; ci < bench_seen_.size(); ++ci)
     for (const Bench& b : bench_seen_[ci])
       bench_seen[ci].emplace_back(b.wall, b.gpu == UINT32_MAX ? 0 : bench_gpu_[b.gpu]);
-  detail::Calibrate(p, bench_seen, call_cpu_);
+  detail::Calibrate(p, std::move(bench_seen), call_cpu_, benches_);
   // Each thread starts at its recorded time (its first op's cpu_before_ns is 0).
   const uint64_t first = first_ns_.value_or(0);
   // Threads that call a tuner (workers) start together, at the first one's recorded start (a

@@ -26,6 +26,7 @@
 #include "rerace/base/result.h"
 #include "rerace/replay/program.h"
 #include "rerace/traces/trace.h"
+#include "calibrate.h"
 
 namespace rerace::replay::detail {
 
@@ -116,6 +117,7 @@ class ProgramBuilder {
   // time outside benchmarks (UINT64_MAX: the call did not end), and how many launches it made.
   std::vector<std::vector<Bench>> bench_seen_;
   std::vector<Nanos> call_cpu_;
+  std::vector<BenchInterval> benches_;  // every benchmark's interval (calibrate.h)
   std::vector<uint64_t> call_launches_;
   std::optional<uint64_t> first_ns_;
   uint64_t last_ns_ = 0;

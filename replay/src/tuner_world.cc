@@ -214,6 +214,13 @@ void TunerWorld::Trial(const TunerCall& c, size_t config, uint32_t reps) {
   const Nanos gpu = calibrated ? std::max(measured, c.trial_gpu_ns[config]) : measured;
   const Nanos wall = calibrated ? c.trial_cpu_ns[config] + c.trial_gpu_ns[config] : 0;
   const Nanos cpu = wall > gpu ? wall - gpu : 0;
+  if (c.trial_device_sync && calibrated) {
+    // Each repetition ends with a device-wide synchronization and a cudaFree, and the next
+    // starts with a cudaMalloc: one thread's repetition at a time per device, host and GPU
+    // work together (the H200: call-local's step 35 / 79 / 178 / 397 ms at 1 / 2 / 4 / 8 threads).
+    gpu_.Context(c.device, std::max(wall, gpu) / reps);
+    return;
+  }
   gpu_.Cpu(cpu / reps, false, false);
   gpu_.Launch(c.device, c.stream, gpu / reps, true, cpu != 0 ? 0 : o_.launch_cpu_ns);
   gpu_.Sync(c.device, c.stream, false);

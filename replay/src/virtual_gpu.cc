@@ -46,6 +46,20 @@ void VirtualGpu::Cpu(Nanos ns, bool between, bool gil) {
   if (held) gil_free_ = s_.Now();
 }
 
+void VirtualGpu::Context(uint32_t device, Nanos ns) {
+  if (ns == 0) return;
+  Nanos& free = context_free_[device];
+  const Nanos now = s_.Now();
+  if (free > now) {
+    cost_.context_wait_ns += free - now;
+    Own(free - now);  // waiting for the driver, not for another thread's lock
+    s_.AdvanceTo(free);
+  }
+  s_.Advance(ns);
+  Own(ns);
+  free = s_.Now();
+}
+
 void VirtualGpu::Launch(uint32_t device, uint64_t stream, Nanos duration, bool tuning, Nanos cpu) {
   Nanos& ready = streams_[{device, stream}];
   const bool shared = !p_.overlapping_devices.count(device);

@@ -38,6 +38,9 @@ class VirtualGpu {
   // `gil`: false for time the recording shows inside do_bench, mostly waiting for the device,
   // which releases the GIL.
   void Cpu(Nanos ns, bool between = false, bool gil = true);
+  // Host work of a trial that holds the device's context (cudaMalloc, cudaFree, a device
+  // synchronization): one thread's at a time per device, in the order the schedule reaches it.
+  void Context(uint32_t device, Nanos ns);
   // A launch of `duration` of GPU work on (device, stream); the launch costs its thread `cpu`
   // of CPU. `tuning`: part of a benchmark (counted under tuning, not kernels).
   void Launch(uint32_t device, uint64_t stream, Nanos duration, bool tuning, Nanos cpu);
@@ -57,6 +60,7 @@ class VirtualGpu {
   std::map<std::pair<uint32_t, uint64_t>, Nanos> streams_;  // (device, stream) → ready
   std::map<uint32_t, Nanos> devices_;                       // device → busy until
   Nanos gil_free_ = 0;
+  std::map<uint32_t, Nanos> context_free_;                  // device → its context is free
   std::vector<Nanos> own_;    // per scheduler thread: its own work
   std::vector<Nanos> start_;  // per scheduler thread: its start
   std::vector<bool> counted_; // per scheduler thread: counts in the step

@@ -9,6 +9,7 @@
 
 #include "rerace/replay/check.h"
 #include "rerace/replay/cost.h"
+#include "rerace/replay/fix.h"
 #include "rerace/replay/replay.h"
 #include "rerace/sim/strategy.h"
 #include "rerace/traces/reader.h"
@@ -198,6 +199,59 @@ TEST(Cost, AFailedWorkerIsPricedWithTheRestOfAWorkerThatCompleted) {
   ASSERT_TRUE(other.cost.priced) << other.cost.failure;
   EXPECT_EQ(other.cost.completed_workers, 0u);
   EXPECT_EQ(other.cost.step_ns, 100 * kUs);
+}
+
+// The native tuner's trials end each repetition with cudaDeviceSynchronize + cudaFree (a
+// context synchronization in the recording): trials of one device do not overlap. Two workers
+// tune the same key under per-thread-tuner (each its own tuner object, no lock: each benchmarks
+// both configs), one repetition of 100 us
+// of CPU and 100 us of GPU per config. Serialized: 2 x 2 x 200 = 800 us. Without the device
+// synchronization each trial's CPU overlaps the other thread's GPU work: A's CPU [0, 100],
+// B's [0, 100], A's GPU [100, 200], B's [200, 300], A's second CPU [200, 300], its GPU
+// [300, 400], B's second CPU [300, 400], its GPU [400, 500]: 500 us.
+Program TwoNativeTunings(bool device_sync) {
+  Program p;
+  p.source = "hand-made";
+  TunerCall c;
+  c.tuner = 1;
+  c.tuner_class = "rerace.kernels.Autotuner";
+  c.kernel = "k";
+  c.key = "1";
+  c.configs = {"a", "b"};
+  c.bench_ns = {100 * kUs, 100 * kUs};
+  c.bench_reps = {1, 1};
+  c.trial_gpu_ns = {100 * kUs, 100 * kUs};
+  c.trial_cpu_ns = {100 * kUs, 100 * kUs};
+  c.trial_device_sync = device_sync;
+  c.stream = 1;
+  p.calls = {c, c};
+  p.tuner_classes = {c.tuner_class};
+  for (uint32_t t = 0; t < 2; ++t) {
+    ThreadProgram tp;
+    tp.thread = t;
+    tp.name = "worker-" + std::to_string(t);
+    tp.worker = true;
+    Op call;
+    call.kind = Op::Kind::kTunerCall;
+    call.call = t;
+    tp.ops = {call};
+    p.threads.push_back(tp);
+  }
+  return p;
+}
+
+TEST(Cost, TrialsThatSynchronizeTheDeviceDoNotOverlap) {
+  ReplayOptions o;
+  o.launch_cpu_ns = 0;
+  o.fix = *ParseFix("per-thread-tuner");
+  for (const bool sync : {true, false}) {
+    const Program p = TwoNativeTunings(sync);
+    Replayer rep(p, o);
+    sim::Timed timed(0);
+    const ReplayResult r = rep.Run(timed);
+    ASSERT_FALSE(r.failed()) << sync;
+    EXPECT_EQ(r.makespan, sync ? 800 * kUs : 500 * kUs) << sync;
+  }
 }
 
 }  // namespace

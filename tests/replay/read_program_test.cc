@@ -38,7 +38,8 @@ std::string Describe(const Program& p) {
     s += " trials";
     for (size_t i = 0; i < c.trial_gpu_ns.size(); ++i)
       s += " " + std::to_string(c.trial_gpu_ns[i]) + "+" + std::to_string(c.trial_cpu_ns[i]);
-    s += " call_cpu " + std::to_string(c.call_cpu_ns) + (c.time_budgeted ? " budgeted" : "") + "\n";
+    s += " call_cpu " + std::to_string(c.call_cpu_ns) + (c.time_budgeted ? " budgeted" : "") +
+         (c.trial_device_sync ? " device-sync" : "") + "\n";
   }
   for (const ThreadProgram& t : p.threads) {
     s += "thread " + std::to_string(t.thread) + " " + t.name + " start " + std::to_string(t.start_ns) +

@@ -28,6 +28,8 @@ struct StepCost {
   uint64_t cpu_spans = 0;     // CPU spans between events charged (calibrated by the recording)
   Nanos cpu_ns = 0;
   Nanos gil_wait_ns = 0;      // CPU work that waited for the GIL (Python tuners)
+  Nanos context_wait_ns = 0;  // trials' host work that waited for the device's context
+                              // (another thread's cudaMalloc / cudaFree / device synchronization)
   Nanos gpu_queue_ns = 0;     // kernels that waited for a busy device
   Nanos blocked_ns = 0;       // the last thread to end: time blocked on other threads
   Nanos critical_ns = 0;      // that thread's clock at its end
@@ -35,7 +37,7 @@ struct StepCost {
 };
 
 struct CostTerm {
-  std::string name;   // "tuning", "kernels", "cpu", "gil", "blocked", "gpu-queue"
+  std::string name;   // "tuning", "kernels", "cpu", "gil", "context", "blocked", "gpu-queue"
   Nanos ns = 0;
   std::string words;  // "tuning: 8 x 12 configs x 0.412 ms"
 };

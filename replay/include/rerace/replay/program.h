@@ -48,6 +48,10 @@ struct TunerCall {
   std::vector<Nanos> trial_gpu_ns;
   std::vector<Nanos> trial_cpu_ns;
   bool time_budgeted = false;           // do_bench runs for a time, not a count (Triton, FLA)
+  // The recorded trials synchronize the whole device (a context synchronization inside a
+  // benchmark: the native tuner frees each repetition's clone with cudaDeviceSynchronize +
+  // cudaFree and allocates the next with cudaMalloc): trials of one device do not overlap.
+  bool trial_device_sync = false;
   Nanos call_cpu_ns = 0;                // the call's CPU time outside benchmarks (least of the tuner's calls)
   uint32_t device = 0;
   uint64_t stream = 0;
