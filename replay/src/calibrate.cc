@@ -22,23 +22,24 @@ std::set<uint32_t> OverlappingDevices(const Trace& trace) {
       where[e.correlation] = {e.device, e.stream};
     }
   }
-  struct Interval {
-    uint64_t start, end, stream;
-  };
-  std::map<uint32_t, std::vector<Interval>> by_device;
+  std::map<uint32_t, std::vector<GpuInterval>> by_device;
   for (const Event& e : trace.events) {
     if (e.kind != EventKind::kActivity || e.gpu_start_ns == 0 || e.gpu_end_ns <= e.gpu_start_ns) continue;
     const auto it = where.find(e.correlation);
     if (it == where.end()) continue;
-    by_device[it->second.first].push_back({e.gpu_start_ns, e.gpu_end_ns, it->second.second});
+    by_device[it->second.first].push_back(GpuInterval{e.gpu_start_ns, e.gpu_end_ns, it->second.second});
   }
+  return OverlapsOf(std::move(by_device));
+}
+
+std::set<uint32_t> OverlapsOf(std::map<uint32_t, std::vector<GpuInterval>> by_device) {
   std::set<uint32_t> out;
   for (auto& [device, list] : by_device) {
-    std::sort(list.begin(), list.end(), [](const Interval& a, const Interval& b) {
+    std::sort(list.begin(), list.end(), [](const GpuInterval& a, const GpuInterval& b) {
       return a.start != b.start ? a.start < b.start : a.stream < b.stream;
     });
     uint64_t end = 0, stream = 0;
-    for (const Interval& i : list) {
+    for (const GpuInterval& i : list) {
       if (i.start < end && i.stream != stream) {
         out.insert(device);
         break;

@@ -2,6 +2,8 @@
 // replay; see virtual_gpu.h and docs/MODEL.md).
 #pragma once
 
+#include <cstdint>
+#include <map>
 #include <set>
 #include <utility>
 #include <vector>
@@ -12,6 +14,15 @@ namespace rerace::replay::detail {
 
 // Devices on which the recording shows GPU work of two streams running at once.
 std::set<uint32_t> OverlappingDevices(const traces::Trace& trace);
+
+// GPU work of one device, for Program::overlapping_devices.
+struct GpuInterval {
+  uint64_t start, end, stream;
+};
+// The devices whose intervals include two of different streams that overlap: the one sweep,
+// used by OverlappingDevices over a whole trace and by a streamed build over the intervals it
+// keeps (program_builder.h).
+std::set<uint32_t> OverlapsOf(std::map<uint32_t, std::vector<GpuInterval>> by_device);
 
 // Per call and config, the recorded benchmark's (wall, GPU work) (0: not benchmarked); per
 // call, its CPU time outside benchmarks (UINT64_MAX: the call did not end). Fills the calls'

@@ -22,27 +22,6 @@ Nanos MsToNs(double ms) {
 
 }  // namespace
 
-std::set<uint32_t> OverlapsOf(std::map<uint32_t, std::vector<GpuInterval>> by_device) {
-  std::set<uint32_t> out;
-  for (auto& [device, list] : by_device) {
-    std::sort(list.begin(), list.end(), [](const GpuInterval& a, const GpuInterval& b) {
-      return a.start != b.start ? a.start < b.start : a.stream < b.stream;
-    });
-    uint64_t end = 0, stream = 0;
-    for (const GpuInterval& i : list) {
-      if (i.start < end && i.stream != stream) {
-        out.insert(device);
-        break;
-      }
-      if (i.end > end) {
-        end = i.end;
-        stream = i.stream;
-      }
-    }
-  }
-  return out;
-}
-
 ProgramBuilder::ProgramBuilder(std::string source, const std::vector<Thread>& threads,
                                const std::unordered_map<uint32_t, Nanos>* durations,
                                StreamWindows windows)

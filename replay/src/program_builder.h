@@ -37,13 +37,6 @@ namespace rerace::replay::detail {
 // keeps nothing.
 using StreamWindows = std::map<std::pair<uint32_t, uint64_t>, std::pair<uint64_t, uint64_t>>;
 
-// GPU work of one device, for Program::overlapping_devices.
-struct GpuInterval {
-  uint64_t start, end, stream;
-};
-// The devices whose intervals include two of different streams that overlap (the sweep of
-// calibrate.cc's OverlappingDevices, over the intervals a streamed build keeps).
-std::set<uint32_t> OverlapsOf(std::map<uint32_t, std::vector<GpuInterval>> by_device);
 
 class ProgramBuilder {
  public:
