@@ -51,8 +51,6 @@ detail::StreamWindows WindowsOf(const std::map<std::pair<uint32_t, uint64_t>, st
 }
 
 Result<Survey> SurveyTrace(const std::string& path) {
-  auto stream = TraceStream::Open(path);
-  if (!stream) return stream.error();
   Survey s;
   detail::IdBits launched;
   std::unordered_set<uint32_t> memops;
@@ -60,14 +58,9 @@ Result<Survey> SurveyTrace(const std::string& path) {
   // span per device and stream.
   std::unordered_map<uint32_t, std::pair<uint32_t, uint64_t>> waiting;
   std::map<std::pair<uint32_t, uint64_t>, std::pair<uint64_t, uint64_t>> spans;
-  std::vector<Event> events;
-  std::vector<TunerEvent> tuners;
-  while (true) {
-    auto more = stream->Next(events, tuners);
-    if (!more) return more.error();
-    if (!*more) break;
-    if (!s.fits) continue;  // read on for the reader's checks only
-    const Trace& meta = stream->trace();
+  auto read = ForEachChunk(path, [&](const Trace& meta, const std::vector<Event>& events,
+                                     const std::vector<TunerEvent>&) -> Result<void> {
+    if (!s.fits) return {};  // read on for the reader's checks only
     for (const Event& e : events) {
       if (e.kind == EventKind::kLaunch) {
         launched.Set(e.correlation);
@@ -95,8 +88,10 @@ Result<Survey> SurveyTrace(const std::string& path) {
       memops.clear();
       waiting.clear();
     }
-  }
-  s.threads = stream->trace().threads;
+    return {};
+  });
+  if (!read) return read.error();
+  s.threads = std::move(read->threads);
   s.windows = WindowsOf(spans);
   return s;
 }
@@ -138,27 +133,24 @@ Result<Program> ReadProgram(const std::string& path, traces::Trace* read) {
   auto survey = SurveyTrace(path);
   if (!survey) return survey.error();
   if (!survey->fits) return ReadWhole(path, read);
-  auto stream = TraceStream::Open(path);
-  if (!stream) return stream.error();
   detail::ProgramBuilder b(path, survey->threads, nullptr, std::move(survey->windows));
-  std::vector<Event> events;
-  std::vector<TunerEvent> tuners;
-  while (true) {
-    auto more = stream->Next(events, tuners);
-    if (!more) return more.error();
-    if (!*more) break;
+  auto streamed = ForEachChunk(path, [&](const Trace& meta, const std::vector<Event>& events,
+                                         const std::vector<TunerEvent>& tuners) -> Result<void> {
     for (const Event& e : events) {
       if (e.thread >= survey->threads.size())
         return Error{fmt::format("{}: the file changed while it was read (event {} names thread {})",
                                  path, e.seq, e.thread),
                      kExitDataError};
-      auto r = b.Add(e, e.kind == EventKind::kTuner ? &tuners[e.tuner] : nullptr, stream->trace(),
+      auto r = b.Add(e, e.kind == EventKind::kTuner ? &tuners[e.tuner] : nullptr, meta,
                      e.kind == EventKind::kLaunch && survey->timed.Test(e.correlation));
       if (!r) return r.error();
     }
-  }
-  if (read != nullptr) *read = stream->trace();
-  return b.Finish(stream->trace().truncated, {});
+    return {};
+  });
+  if (!streamed) return streamed.error();
+  const bool truncated = streamed->truncated;
+  if (read != nullptr) *read = std::move(*streamed);
+  return b.Finish(truncated, {});
 }
 
 std::vector<std::string> PatchedParts(const Program& p) {

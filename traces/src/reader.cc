@@ -917,6 +917,20 @@ Result<bool> TraceStream::Next(std::vector<Event>& events, std::vector<TunerEven
 
 const Trace& TraceStream::trace() const { return parser_->trace_; }
 
+Result<Trace> ForEachChunk(const std::string& path, const ChunkVisitor& visit) {
+  auto stream = TraceStream::Open(path);
+  if (!stream) return stream.error();
+  std::vector<Event> events;
+  std::vector<TunerEvent> tuners;
+  while (true) {
+    auto more = stream->Next(events, tuners);
+    if (!more) return more.error();
+    if (!*more) break;
+    if (auto v = visit(stream->trace(), events, tuners); !v) return v.error();
+  }
+  return std::move(stream->parser_->trace_);  // the stream ends here
+}
+
 Result<std::vector<FrameInfo>> ListFrames(std::span<const uint8_t> bytes, std::string_view name) {
   std::vector<FrameInfo> out;
   if (bytes.size() < kPreambleBytes || std::memcmp(bytes.data(), kMagic.data(), kMagic.size()) != 0)

@@ -20,6 +20,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -56,6 +57,12 @@ namespace detail {
 class Parser;
 }
 
+// What ForEachChunk hands its visitor for each chunk: what has been read so far (as
+// TraceStream::trace() gives it), the chunk's events and its tuner transitions (as
+// TraceStream::Next gives them). An error it returns stops the read and is ForEachChunk's.
+using ChunkVisitor = std::function<Result<void>(const Trace& so_far, const std::vector<Event>& events,
+                                                const std::vector<TunerEvent>& tuners)>;
+
 // A trace read chunk by chunk: the events are handed out a chunk at a time and never held all
 // at once, with every check ReadTrace makes (frames, CRCs, ids, sequence numbers, the footer's
 // counts; the same one-line errors, exit 65). What it keeps (header, strings, launch shapes,
@@ -67,6 +74,7 @@ class Parser;
 //   std::vector<Event> ev; std::vector<TunerEvent> tu;
 //   while (true) { auto more = s->Next(ev, tu); if (!more) ...error; if (!*more) break; ... }
 //   s->trace().truncated ...
+// ForEachChunk (below) is that loop.
 class TraceStream {
  public:
   static Result<TraceStream> Open(const std::string& path, const ReadLimits& limits);
@@ -86,9 +94,24 @@ class TraceStream {
   const Trace& trace() const;
 
  private:
+  friend Result<Trace> ForEachChunk(const std::string& path, const ChunkVisitor& visit);
   explicit TraceStream(std::unique_ptr<detail::Parser> parser);
   std::unique_ptr<detail::Parser> parser_;
 };
+
+// Opens the trace at `path` as a TraceStream (DefaultReadLimits()) and hands every chunk to
+// `visit`, in file order (an empty chunk too). Returns what the stream read, without events
+// (TraceStream::trace() once Next has said false: footer, truncated / truncation), or the first
+// error: Open's or Next's as they give it (one line; 66 when the file cannot be opened, 65 for
+// a bad trace), or the one `visit` returned.
+//
+//   auto read = ForEachChunk(path, [&](const Trace& so_far, const std::vector<Event>& events,
+//                                      const std::vector<TunerEvent>& tuners) -> Result<void> {
+//     for (const Event& e : events) ...;
+//     return {};
+//   });
+//   if (!read) return read.error();
+[[nodiscard]] Result<Trace> ForEachChunk(const std::string& path, const ChunkVisitor& visit);
 
 // One frame's position, for `rerace show --frames` and `capnp decode`.
 struct FrameInfo {
