@@ -1,19 +1,18 @@
 // The check policy (check.h): which bound, budgets and sampled portfolio `rerace check` runs.
 #include <gtest/gtest.h>
 
-#include <unistd.h>
-
-#include <cstdio>
 #include <string>
 
 #include "rerace/replay/check.h"
-#include "rerace/replay/fix.h"
 #include "rerace/replay/program.h"
-#include "rerace/traces/reader.h"
+#include "rerace/testing/programs.h"
 #include "rerace/traces/synth.h"
 
 namespace rerace::replay {
 namespace {
+
+using rerace::testing::SynthesizedProgram;
+using rerace::testing::WithFix;
 
 TEST(CheckPolicy, PlansPerEngineAndWhatTheUserGave) {
   struct Case {
@@ -70,48 +69,29 @@ TEST(CheckPolicy, SampledPortfolioTakesRandomThenPctDepthTwoThenThree) {
   for (uint64_t i = 0; i < 4; ++i) EXPECT_EQ(SampledStrategy(i, 10, 40)->Name(), want[i]) << i;
 }
 
-Program Synthesized() {
-  const std::string path = ::testing::TempDir() + "/check-policy-" + std::to_string(getpid()) + ".rrt";
-  EXPECT_TRUE(traces::Synthesize(traces::Scenario{}, path).ok());
-  auto t = traces::ReadTrace(path);
-  EXPECT_TRUE(t.ok());
-  auto p = BuildProgram(*t, "synth-check-policy");
-  EXPECT_TRUE(p.ok()) << p.error().message;
-  std::remove(path.c_str());
-  return *p;
-}
-
-ReplayOptions With(const std::string& fix) {
-  ReplayOptions o;
-  auto f = ParseFix(fix);
-  EXPECT_TRUE(f.ok()) << fix;
-  o.fix = *f;
-  return o;
-}
-
 TEST(CheckPolicy, AutomaticFailsInDporWithoutASeedAndHoldsOverBothSearches) {
-  const Program p = Synthesized();
+  const Program p = SynthesizedProgram(traces::Scenario{}, "check-policy");
   CheckRequest r;
   r.runs = 12;
   r.runs_given = true;
   r.max_runs = 40;
   r.max_runs_given = true;
   // No fix: DPOR at bound 1 finds the race; its schedule has no seed.
-  const CheckOutcome none = CheckFix(p, With("none"), PlanCheck(r, "model"));
+  const CheckOutcome none = CheckFix(p, WithFix("none"), PlanCheck(r, "model"));
   EXPECT_FALSE(none.verdict.holds);
   ASSERT_TRUE(none.verdict.counterexample.has_value());
   EXPECT_EQ(none.verdict.counterexample->strategy, "DPOR");
   EXPECT_FALSE(none.seed.has_value());
   EXPECT_EQ(none.verdict.explored, none.systematic.verdict.explored);
   // A fix that holds: the sampled schedules run after DPOR's, and both count.
-  const CheckOutcome lock = CheckFix(p, With("lock-run"), PlanCheck(r, "model"));
+  const CheckOutcome lock = CheckFix(p, WithFix("lock-run"), PlanCheck(r, "model"));
   EXPECT_TRUE(lock.verdict.holds);
   EXPECT_GT(lock.systematic.verdict.explored, 0u);
   EXPECT_LE(lock.systematic.verdict.explored, 40u);
   EXPECT_EQ(lock.verdict.explored, lock.systematic.verdict.explored + 12);
   // With a bound, nothing is sampled.
   r.bound = 1;
-  const CheckOutcome bounded = CheckFix(p, With("lock-run"), PlanCheck(r, "model"));
+  const CheckOutcome bounded = CheckFix(p, WithFix("lock-run"), PlanCheck(r, "model"));
   EXPECT_EQ(bounded.verdict.explored, bounded.systematic.verdict.explored);
 }
 

@@ -2,9 +2,6 @@
 
 #include <gtest/gtest.h>
 
-#include <unistd.h>
-
-#include <cstdio>
 #include <map>
 #include <set>
 #include <string>
@@ -13,36 +10,18 @@
 #include "rerace/replay/fix.h"
 #include "rerace/replay/program.h"
 #include "rerace/sim/strategy.h"
-#include "rerace/traces/reader.h"
+#include "rerace/testing/programs.h"
 #include "rerace/traces/synth.h"
 
 namespace rerace::replay {
 namespace {
 
-Program Synth(const traces::Scenario& s, const std::string& tag) {
-  // ctest runs each test in its own process, several at once: one file per process.
-  const std::string path =
-      ::testing::TempDir() + "/replay-" + tag + "-" + std::to_string(getpid()) + ".rrt";
-  EXPECT_TRUE(traces::Synthesize(s, path).ok());
-  auto t = traces::ReadTrace(path);
-  EXPECT_TRUE(t.ok());
-  auto p = BuildProgram(*t, "synth-" + tag);
-  EXPECT_TRUE(p.ok()) << p.error().message;
-  std::remove(path.c_str());
-  return *p;
-}
+using rerace::testing::SynthesizedProgram;
+using rerace::testing::WithFix;
 
 const Program& Default() {
-  static const Program p = Synth(traces::Scenario{}, "default");
+  static const Program p = SynthesizedProgram(traces::Scenario{}, "default");
   return p;
-}
-
-ReplayOptions With(const std::string& fix) {
-  ReplayOptions o;
-  auto f = ParseFix(fix);
-  EXPECT_TRUE(f.ok()) << fix;
-  o.fix = *f;
-  return o;
 }
 
 bool Has(const ReplayResult& r, const std::string& code) {
@@ -67,7 +46,7 @@ TEST(Program, DefaultSynthHasEightThreadsOneCallEach) {
 }
 
 TEST(Replay, SeedsReproduceTheKeyErrorByteForByte) {
-  Replayer rep(Default(), With("none"));
+  Replayer rep(Default(), WithFix("none"));
   int keyerrors = 0;
   for (uint64_t seed = 1; seed <= 40; ++seed) {
     sim::RandomWalk a(seed), b(seed);
@@ -89,7 +68,7 @@ TEST(Replay, SeedsReproduceTheKeyErrorByteForByte) {
 }
 
 TEST(Replay, SavedScheduleReplaysTheFailureWithoutItsSeed) {
-  Replayer rep(Default(), With("none"));
+  Replayer rep(Default(), WithFix("none"));
   ReplayResult first;
   for (uint64_t seed = 1; seed < 100 && !first.failed(); ++seed) {
     sim::Pct pct(seed, 2, 150);
@@ -111,10 +90,10 @@ TEST(Replay, SavedScheduleReplaysTheFailureWithoutItsSeed) {
 }
 
 TEST(Replay, ScheduleOfAnotherFixIsADivergence) {
-  Replayer none(Default(), With("none"));
+  Replayer none(Default(), WithFix("none"));
   sim::RandomWalk rw(3);
   const ReplayResult r = none.Run(rw);
-  Replayer locked(Default(), With("lock-run"));
+  Replayer locked(Default(), WithFix("lock-run"));
   sim::ScheduleReplay replay(r.run.schedule);
   const ReplayResult d = locked.Run(replay);
   ASSERT_TRUE(Has(d, "divergence")) << FormatReport(d, Default(), "");
@@ -144,7 +123,7 @@ TEST(Check, VerdictsOfEveryFix) {
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.fix);
-    const Verdict v = CheckFix(Default(), With(c.fix), 600, 1);
+    const Verdict v = CheckFix(Default(), WithFix(c.fix), 600, 1);
     EXPECT_EQ(v.holds, c.holds);
     if (c.holds) {
       EXPECT_EQ(v.explored, 600u);
@@ -157,7 +136,7 @@ TEST(Check, VerdictsOfEveryFix) {
       // The first counterexample may show another failure; the code must appear within a few
       // more schedules of the same fix.
       bool seen = false;
-      Replayer rep(Default(), With(c.fix));
+      Replayer rep(Default(), WithFix(c.fix));
       for (uint64_t s = 1; s <= 300 && !seen; ++s) {
         sim::RandomWalk rw(s);
         sim::Pos pos(s);
@@ -169,8 +148,8 @@ TEST(Check, VerdictsOfEveryFix) {
 }
 
 TEST(Check, LockRunCostsAndRemovesDuplicateTuning) {
-  const Verdict lock = CheckFix(Default(), With("lock-run"), 30, 1);
-  const Verdict local = CheckFix(Default(), With("call-local"), 30, 1);
+  const Verdict lock = CheckFix(Default(), WithFix("lock-run"), 30, 1);
+  const Verdict local = CheckFix(Default(), WithFix("call-local"), 30, 1);
   EXPECT_TRUE(lock.duplicates_fix.empty());
   ASSERT_EQ(local.duplicates_fix.size(), 1u);
   EXPECT_EQ(local.duplicates_fix[0].threads, 8u);
@@ -186,8 +165,8 @@ TEST(Check, LockRunCostsAndRemovesDuplicateTuning) {
 TEST(Replay, ConfigMismatchWhenThreadsHaveDifferentKeys) {
   traces::Scenario s;
   s.keys = {"1024", "4096"};
-  const Program p = Synth(s, "twokeys");
-  Replayer rep(p, With("none"));
+  const Program p = SynthesizedProgram(s, "twokeys");
+  Replayer rep(p, WithFix("none"));
   bool seen = false;
   for (uint64_t seed = 1; seed <= 200 && !seen; ++seed) {
     sim::RandomWalk rw(seed);
@@ -209,10 +188,10 @@ TEST(Replay, FlaModelIsChosenFromTheTunerClassAndSkipsAMissingCopy) {
   traces::Scenario s;
   s.keys = {"1024", "4096"};
   s.tuner_class = "fla.ops.utils.CachedAutotuner";
-  const Program p = Synth(s, "fla");
-  Replayer rep(p, With("none"));
+  const Program p = SynthesizedProgram(s, "fla");
+  Replayer rep(p, WithFix("none"));
   EXPECT_EQ(rep.ModelName(), "fla");
-  ReplayOptions triton = With("none");
+  ReplayOptions triton = WithFix("none");
   triton.model = "triton";
   Replayer forced(p, triton);
   EXPECT_EQ(forced.ModelName(), "triton");
@@ -228,7 +207,7 @@ TEST(Replay, FlaModelIsChosenFromTheTunerClassAndSkipsAMissingCopy) {
 }
 
 TEST(Replay, RecordedOrderOfTheSynthTraceRaisesInSevenOfEightThreads) {
-  Replayer rep(Default(), With("none"));
+  Replayer rep(Default(), WithFix("none"));
   const ReplayResult a = rep.RunRecorded();
   const ReplayResult b = rep.RunRecorded();
   EXPECT_EQ(FormatReport(a, Default(), ""), FormatReport(b, Default(), ""));
@@ -242,8 +221,8 @@ TEST(Replay, RecordedOrderOfTheSynthTraceRaisesInSevenOfEightThreads) {
 }
 
 TEST(Replay, RepetitionsFoldWithoutLosingTheFailure) {
-  ReplayOptions folded = With("none");
-  ReplayOptions full = With("none");
+  ReplayOptions folded = WithFix("none");
+  ReplayOptions full = WithFix("none");
   full.reps = 0;
   Replayer a(Default(), folded), b(Default(), full);
   int fa = 0, fb = 0;

@@ -1,0 +1,48 @@
+// rerace/testing/programs.h: what a replay test starts from: the programs of a synthesized
+// trace (traces/synth.h) and the options that replay them under a named fix.
+//
+//   const replay::Program p = SynthesizedProgram(traces::Scenario{}, "default");
+//   replay::Replayer rep(p, WithFix("lock-run"));
+//
+// Failures are test failures (gtest's EXPECT), not errors returned. Header only.
+#pragma once
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <string>
+
+#include "rerace/replay/fix.h"
+#include "rerace/replay/program.h"
+#include "rerace/replay/replay.h"
+#include "rerace/traces/reader.h"
+#include "rerace/traces/synth.h"
+
+namespace rerace::testing {
+
+// The scenario written to a temporary trace (one file per process and tag: ctest runs each
+// test in its own process, several at once), read back and built into programs whose source is
+// "synth-TAG"; the file is removed.
+inline replay::Program SynthesizedProgram(const traces::Scenario& s, const std::string& tag) {
+  const std::string path =
+      ::testing::TempDir() + "/replay-" + tag + "-" + std::to_string(getpid()) + ".rrt";
+  EXPECT_TRUE(traces::Synthesize(s, path).ok());
+  auto t = traces::ReadTrace(path);
+  EXPECT_TRUE(t.ok());
+  auto p = replay::BuildProgram(*t, "synth-" + tag);
+  EXPECT_TRUE(p.ok()) << p.error().message;
+  std::remove(path.c_str());
+  return *p;
+}
+
+// Default replay options with the fix `fix` (replay::ParseFix's words) parsed.
+inline replay::ReplayOptions WithFix(const std::string& fix) {
+  replay::ReplayOptions o;
+  auto f = replay::ParseFix(fix);
+  EXPECT_TRUE(f.ok()) << fix;
+  o.fix = *f;
+  return o;
+}
+
+}  // namespace rerace::testing
