@@ -2,6 +2,7 @@
 #include "calibrate.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <tuple>
@@ -93,75 +94,76 @@ Program CompleteFailedWorkers(const Program& p, uint32_t* completed) {
   return out;
 }
 
-// The virtual CPU's calibration: each config's trial time from the least contended recorded
-// benchmark of the same tuner, key and config (else tuner and config); each call's own CPU
-// time from the least of its tuner's calls; the GIL from the tuner classes and the probe.
+namespace {
+// The mean number of `benches` for which `same` holds running during `b` (itself included).
+template <typename Same>
+double MeanOverlap(const BenchInterval& b, const std::vector<BenchInterval>& benches, Same same) {
+  long double shared = 0;
+  for (const BenchInterval& o : benches)
+    if (same(o) && std::max(b.begin, o.begin) < std::min(b.end, o.end))
+      shared += static_cast<long double>(std::min(b.end, o.end) - std::max(b.begin, o.begin));
+  return static_cast<double>(shared / static_cast<long double>(b.end - b.begin));
+}
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+}
+
+// Python trials that run for a time budget share the host under the GIL (Program::
+// trial_contention_ppm): the contention is fitted where the recording has trials of one kernel
+// and config both alone (a mean of under 1.25 such trials running, itself included) and with
+// others (1.75 or more): per (kernel, config), (median wall with others / median wall alone - 1)
+// / log2(median number running); the median over them (TrialContentionFactor). Else the H200
+// figure. Each recorded trial's wall is then divided by the contention it ran under.
+void FitTrialContention(Program& p, std::vector<std::vector<std::pair<Nanos, Nanos>>>& bench_seen,
+                        const std::vector<BenchInterval>& benches) {
+  if (!p.gil) return;
+  auto budgeted = [&](const BenchInterval& b) { return p.calls[b.call].time_budgeted && b.end > b.begin; };
+  struct Side {
+    std::vector<double> wall, running;
+  };
+  std::map<std::pair<std::string, size_t>, std::pair<Side, Side>> groups;  // (kernel, config) → alone, with others
+  std::vector<double> running(benches.size(), 0);
+  for (size_t i = 0; i < benches.size(); ++i) {
+    const BenchInterval& b = benches[i];
+    if (!budgeted(b)) continue;
+    running[i] = MeanOverlap(b, benches, budgeted);
+    const Nanos wall = bench_seen[b.call][b.config].first;
+    if (wall == 0) continue;
+    auto& [alone, others] = groups[{p.calls[b.call].kernel, b.config}];
+    Side* side = running[i] < 1.25 ? &alone : running[i] >= 1.75 ? &others : nullptr;
+    if (side == nullptr) continue;
+    side->wall.push_back(static_cast<double>(wall));
+    side->running.push_back(running[i]);
+  }
+  if (std::none_of(running.begin(), running.end(), [](double r) { return r > 0; })) return;
+  std::vector<double> fits;
+  for (const auto& [where, sides] : groups) {
+    const auto& [alone, others] = sides;
+    if (alone.wall.empty() || others.wall.empty()) continue;
+    fits.push_back((Median(others.wall) / Median(alone.wall) - 1) / std::log2(Median(others.running)));
+  }
+  const double fit = fits.empty() ? kTrialContentionH200 : std::clamp(Median(fits), 0.0, 1.0);
+  p.trial_contention_ppm = static_cast<uint32_t>(std::lround(fit * 1e6));
+  p.trial_contention_from = fits.empty() ? "H200" : "recording";
+  for (size_t i = 0; i < benches.size(); ++i) {
+    if (running[i] <= 1) continue;
+    auto& [wall, gpu] = bench_seen[benches[i].call][benches[i].config];
+    const double factor = TrialContentionFactor(p.trial_contention_ppm, running[i]);
+    wall = std::max(gpu, static_cast<Nanos>(static_cast<double>(wall) / factor));
+  }
+}
+}  // namespace
+
+// The virtual CPU's calibration: each config's trial time from the recorded benchmarks of the
+// same tuner, key and config (else tuner and config): the least contended for trials of a fixed
+// repetition count, the median (once each is divided by the contention it ran under) for
+// time-budgeted ones; each call's own CPU time from the least of its tuner's calls; the GIL
+// from the tuner classes and the probe.
 void Calibrate(Program& p, std::vector<std::vector<std::pair<Nanos, Nanos>>> bench_seen,
                const std::vector<Nanos>& call_cpu, const std::vector<BenchInterval>& benches) {
   for (TunerCall& c : p.calls) c.time_budgeted = c.tuner_class.rfind("rerace.kernels.", 0) != 0;
-  // Trials that synchronize the whole device run one repetition at a time per device (the
-  // virtual GPU's Context): a recorded trial that overlapped others of its device took its own
-  // time times the mean number of such trials running during it (itself included), which is
-  // divided out (at least its GPU work).
-  auto serial = [&](const BenchInterval& b) {
-    const TunerCall& c = p.calls[b.call];
-    return c.trial_device_sync && !c.time_budgeted && b.end > b.begin;
-  };
-  for (const BenchInterval& b : benches) {
-    if (!serial(b)) continue;
-    long double shared = 0;
-    for (const BenchInterval& o : benches)
-      if (serial(o) && p.calls[o.call].device == p.calls[b.call].device)
-        shared += static_cast<long double>(std::max(b.begin, o.begin) < std::min(b.end, o.end)
-                                               ? std::min(b.end, o.end) - std::max(b.begin, o.begin)
-                                               : 0);
-    auto& [wall, gpu] = bench_seen[b.call][b.config];
-    const long double mean = shared / static_cast<long double>(b.end - b.begin);
-    if (mean > 1) wall = std::max(gpu, static_cast<Nanos>(static_cast<long double>(wall) / mean));
-  }
-  std::map<std::tuple<uint64_t, std::string, size_t>, std::pair<Nanos, Nanos>> by_key;
-  std::map<std::pair<uint64_t, size_t>, std::pair<Nanos, Nanos>> by_config;
-  std::map<uint64_t, Nanos> least_call;
-  auto keep = [](auto& m, const auto& k, std::pair<Nanos, Nanos> v) {
-    auto [it, fresh] = m.try_emplace(k, v);
-    if (!fresh && v.first < it->second.first) it->second = v;
-  };
-  for (size_t ci = 0; ci < p.calls.size(); ++ci) {
-    const TunerCall& c = p.calls[ci];
-    for (size_t i = 0; i < bench_seen[ci].size(); ++i) {
-      if (bench_seen[ci][i].first == 0) continue;
-      keep(by_key, std::tuple{c.tuner, c.key, i}, bench_seen[ci][i]);
-      keep(by_config, std::pair{c.tuner, i}, bench_seen[ci][i]);
-    }
-    if (call_cpu[ci] != UINT64_MAX) {
-      auto [it, fresh] = least_call.try_emplace(c.tuner, call_cpu[ci]);
-      if (!fresh) it->second = std::min(it->second, call_cpu[ci]);
-    }
-  }
-  for (TunerCall& c : p.calls) {
-    c.trial_gpu_ns.assign(c.configs.size(), 0);
-    c.trial_cpu_ns.assign(c.configs.size(), 0);
-    for (size_t i = 0; i < c.configs.size(); ++i) {
-      auto k = by_key.find({c.tuner, c.key, i});
-      std::pair<Nanos, Nanos> v{0, 0};
-      if (k != by_key.end()) {
-        v = k->second;
-      } else if (auto f = by_config.find({c.tuner, i}); f != by_config.end()) {
-        v = f->second;
-      }
-      c.trial_gpu_ns[i] = v.second;
-      c.trial_cpu_ns[i] = v.first > v.second ? v.first - v.second : 0;
-    }
-    if (auto it = least_call.find(c.tuner); it != least_call.end()) c.call_cpu_ns = it->second;
-    // The first trial of a process is cold (CUDA and Triton's runtime start, allocation of
-    // do_bench's buffers): a config whose CPU time exceeds three times the median of the
-    // call's configs is taken at the median.
-    std::vector<Nanos> sorted = c.trial_cpu_ns;
-    std::sort(sorted.begin(), sorted.end());
-    const Nanos median = sorted.empty() ? 0 : sorted[sorted.size() / 2];
-    for (Nanos& n : c.trial_cpu_ns)
-      if (median != 0 && n > 3 * median) n = median;
-  }
   for (const std::string& cls : p.tuner_classes)
     if (cls.rfind("rerace.kernels.", 0) != 0) p.gil = true;
   for (const auto& [tuner, text] : p.tuner_meta) {
@@ -171,6 +173,95 @@ void Calibrate(Program& p, std::vector<std::vector<std::pair<Nanos, Nanos>>> ben
     if (j.is_object() && j.contains("cache_results") && j["cache_results"].is_boolean() &&
         j["cache_results"].get<bool>())
       p.cache_results.insert(tuner);
+  }
+  // Trials that synchronize the whole device run one repetition at a time per device (the
+  // virtual GPU's Context): a recorded trial that overlapped others of its device took its own
+  // time times the mean number of such trials running during it (itself included), which is
+  // divided out (at least its GPU work).
+  auto serial = [&](const BenchInterval& b) {
+    const TunerCall& c = p.calls[b.call];
+    return c.trial_device_sync && !c.time_budgeted && b.end > b.begin;
+  };
+  // Such trials also contend (the driver's locks): the H200 figure (FitTrialContention fits
+  // Python trials' where it can), and each wall is divided by it too.
+  FitTrialContention(p, bench_seen, benches);
+  if (p.trial_contention_ppm == 0 && std::any_of(benches.begin(), benches.end(), serial)) {
+    p.trial_contention_ppm = static_cast<uint32_t>(std::lround(kTrialContentionH200 * 1e6));
+    p.trial_contention_from = "H200";
+  }
+  for (const BenchInterval& b : benches) {
+    if (!serial(b)) continue;
+    const uint32_t device = p.calls[b.call].device;
+    const double mean =
+        MeanOverlap(b, benches, [&](const BenchInterval& o) { return serial(o) && p.calls[o.call].device == device; });
+    auto& [wall, gpu] = bench_seen[b.call][b.config];
+    const double by = mean * TrialContentionFactor(p.trial_contention_ppm, mean);
+    if (mean > 1) wall = std::max(gpu, static_cast<Nanos>(static_cast<double>(wall) / by));
+  }
+  using Sample = std::pair<Nanos, Nanos>;  // (wall, GPU work)
+  // By kernel, key and config (the tuner objects of one kernel, per thread say, do the same
+  // work), else by tuner and config index.
+  std::map<std::tuple<std::string, std::string, std::string>, std::vector<Sample>> by_key;
+  std::map<std::pair<uint64_t, size_t>, std::vector<Sample>> by_config;
+  std::map<uint64_t, Nanos> least_call;
+  for (size_t ci = 0; ci < p.calls.size(); ++ci) {
+    const TunerCall& c = p.calls[ci];
+    for (size_t i = 0; i < bench_seen[ci].size(); ++i) {
+      if (bench_seen[ci][i].first == 0) continue;
+      by_key[{c.kernel, c.key, c.configs[i]}].push_back(bench_seen[ci][i]);
+      by_config[{c.tuner, i}].push_back(bench_seen[ci][i]);
+    }
+    if (call_cpu[ci] != UINT64_MAX) {
+      auto [it, fresh] = least_call.try_emplace(c.tuner, call_cpu[ci]);
+      if (!fresh) it->second = std::min(it->second, call_cpu[ci]);
+    }
+  }
+  // The least, or the median, of the samples by wall (of an even count, the mean of the middle
+  // two; the first recorded among equals).
+  auto pick = [](std::vector<Sample> v, bool median) {
+    std::stable_sort(v.begin(), v.end(), [](const Sample& a, const Sample& b) { return a.first < b.first; });
+    if (!median) return v[0];
+    const Sample& lo = v[(v.size() - 1) / 2];
+    const Sample& hi = v[v.size() / 2];
+    return Sample{(lo.first + hi.first) / 2, (lo.second + hi.second) / 2};
+  };
+  std::vector<Nanos> medians(p.calls.size(), 0);
+  for (size_t ci = 0; ci < p.calls.size(); ++ci) {
+    TunerCall& c = p.calls[ci];
+    c.trial_gpu_ns.assign(c.configs.size(), 0);
+    c.trial_cpu_ns.assign(c.configs.size(), 0);
+    for (size_t i = 0; i < c.configs.size(); ++i) {
+      auto k = by_key.find({c.kernel, c.key, c.configs[i]});
+      Sample v{0, 0};
+      if (k != by_key.end()) {
+        v = pick(k->second, c.time_budgeted);
+      } else if (auto f = by_config.find({c.tuner, i}); f != by_config.end()) {
+        v = pick(f->second, c.time_budgeted);
+      }
+      c.trial_gpu_ns[i] = v.second;
+      c.trial_cpu_ns[i] = v.first > v.second ? v.first - v.second : 0;
+    }
+    if (auto it = least_call.find(c.tuner); it != least_call.end()) c.call_cpu_ns = it->second;
+    // Cold trials (the process's start of CUDA, of Triton's runtime and launcher, lazy loading
+    // of kernels, do_bench's first buffers): a config whose CPU time exceeds three times the
+    // median of the call's configs is taken at the median; the process pays its cold start once
+    // (Program::cold_ns, below).
+    std::vector<Nanos> sorted = c.trial_cpu_ns;
+    std::sort(sorted.begin(), sorted.end());
+    medians[ci] = sorted.empty() ? 0 : sorted[sorted.size() / 2];
+    for (Nanos& n : c.trial_cpu_ns)
+      if (medians[ci] != 0 && n > 3 * medians[ci]) n = medians[ci];
+  }
+  // The cold start: what the process's first recorded trial took beyond its call's median,
+  // when it was cold.
+  const BenchInterval* first = nullptr;
+  for (const BenchInterval& b : benches)
+    if (first == nullptr || b.begin < first->begin) first = &b;
+  if (first != nullptr) {
+    const auto& [wall, gpu] = bench_seen[first->call][first->config];
+    const Nanos cpu = wall > gpu ? wall - gpu : 0;
+    const Nanos median = medians[first->call];
+    if (median != 0 && cpu > 3 * median) p.cold_ns = cpu - median;
   }
 }
 }  // namespace rerace::replay::detail

@@ -2,6 +2,7 @@
 // replay; see virtual_gpu.h and docs/MODEL.md).
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <map>
 #include <set>
@@ -30,6 +31,19 @@ std::set<uint32_t> OverlapsOf(std::map<uint32_t, std::vector<GpuInterval>> by_de
 // `benches`: every recorded benchmark's interval (call, config, begin, end), to take, for trials
 // that synchronize the whole device (TunerCall::trial_device_sync, a fixed repetition count),
 // each one's own time out of a wall shared with other threads' trials.
+// Python trials that run for a time budget, `running` at once (itself included, >= 1): each
+// takes 1 + contention x log2(running) times its time alone (Program::trial_contention_ppm).
+inline double TrialContentionFactor(uint32_t ppm, double running) {
+  return running <= 1 ? 1.0 : 1.0 + static_cast<double>(ppm) / 1e6 * std::log2(running);
+}
+// The contention when the recording has no time-budgeted trials of one kernel and config both
+// alone and with others: measured on the H200 (CPython 3.12, Triton 3.6, the brief's l2norm
+// kernel, 12 configs, cold; tools/scripts/h200-cost3-check.sh, docs/MODEL.md): a thread's
+// benchmarks took 1917 ms alone (lock-run), 2137-2230 ms with one other thread tuning at once,
+// 2517-2681 ms (median 2672) with seven others: 2672 / 1917 = 1.39 = 1 + 0.13 x log2(8); the
+// figure predicts 1.13 for two threads, where 1.11-1.16 was recorded.
+inline constexpr double kTrialContentionH200 = 0.13;
+
 struct BenchInterval {
   size_t call = 0, config = 0;
   Nanos begin = 0, end = 0;

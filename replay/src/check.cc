@@ -21,8 +21,7 @@ void Costs(const Program& program, const ReplayOptions& options, Replayer& rep, 
   std::unique_ptr<Replayer> own;
   if (completed != 0) own = std::make_unique<Replayer>(priced, options);
   Replayer& fixed = own ? *own : rep;
-  sim::Timed timed_fix(0);
-  const ReplayResult with_fix = fixed.Run(timed_fix);
+  const ReplayResult with_fix = fixed.RunTimed();
   v.makespan_fix = with_fix.makespan;
   if (with_fix.failed()) v.fix_timed_failure = with_fix.findings.front().code;
   v.duplicates_fix = with_fix.duplicates;
@@ -36,8 +35,7 @@ void Costs(const Program& program, const ReplayOptions& options, Replayer& rep, 
   none.fix = Fix{};
   none.patches.clear();  // python engine: the stock code, as installed
   Replayer base(priced, none);
-  sim::Timed timed_none(0);
-  const ReplayResult without = base.Run(timed_none);
+  const ReplayResult without = base.RunTimed();
   v.makespan_none = without.makespan;
   if (without.failed()) v.none_timed_failure = without.findings.front().code;
   ReplayResult recorded;

@@ -38,6 +38,20 @@ std::vector<CostTerm> DominantTerms(const StepCost& c, size_t n) {
                    fmt::format("trials waiting for the device's context (other threads' "
                                "cudaMalloc, cudaFree, device synchronizations): {:.3f} ms",
                                Ms(c.context_wait_ns))});
+  if (c.cold_ns)
+    all.push_back({"cold", c.cold_ns,
+                   fmt::format("the process's cold start in its first trial (runtime start, kernel "
+                               "loading), as recorded: {:.3f} ms",
+                               Ms(c.cold_ns))});
+  if (c.trial_contention_ns)
+    all.push_back({"contention", c.trial_contention_ns,
+                   fmt::format("trials slowed by other threads' trials at once (host contention: the "
+                               "GIL, the driver's locks; +{:.1f}% per doubling of the trials at once, {}): "
+                               "{:.3f} ms",
+                               static_cast<double>(c.trial_contention_ppm) / 1e4,
+                               c.trial_contention_from == "recording" ? "fitted from this recording"
+                                                                      : "as measured on the H200",
+                               Ms(c.trial_contention_ns))});
   if (c.gpu_queue_ns)
     all.push_back({"gpu-queue", c.gpu_queue_ns,
                    fmt::format("kernels queued behind other threads' on the GPU: {:.3f} ms",
@@ -92,12 +106,14 @@ std::string CostJson(const FixCost& c) {
                          t.name, Ms(t.ns), t.words);
   return fmt::format(
       "{{\"fix\":\"{}\",\"step_ms\":{},\"failure\":{},\"baseline\":{{\"kind\":\"{}\",\"ms\":{}}},"
-      "\"ratio\":{},\"completed_workers\":{},\"terms\":[{}]}}",
+      "\"ratio\":{},\"completed_workers\":{},\"cold_ms\":{:.3f},\"contention\":{{\"per_doubling\":{:.3f},"
+      "\"from\":\"{}\",\"ms\":{:.3f}}},\"terms\":[{}]}}",
       c.fix, c.priced ? fmt::format("{:.3f}", Ms(c.step_ns)) : "null",
       c.priced ? "null" : fmt::format("\"{}\"", c.failure), c.baseline.kind.empty() ? "none" : c.baseline.kind,
       c.baseline.kind.empty() ? "null" : fmt::format("{:.3f}", Ms(c.baseline.ns)),
       c.priced && !c.baseline.kind.empty() ? fmt::format("{:.3f}", c.Ratio()) : "null",
-      c.completed_workers, terms);
+      c.completed_workers, Ms(c.terms.cold_ns), static_cast<double>(c.terms.trial_contention_ppm) / 1e6,
+      c.terms.trial_contention_from, Ms(c.terms.trial_contention_ns), terms);
 }
 
 }  // namespace rerace::replay

@@ -94,6 +94,17 @@ ReplayResult Replayer::Run(sim::Strategy& strategy) {
   return RunWith(strategy, nullptr, options_.reps);
 }
 
+ReplayResult Replayer::RunTimed() {
+  sim::Timed first_timed(0);
+  ReplayResult r = RunWith(first_timed, nullptr, options_.reps);
+  for (int pass = 0; pass < 2 && !r.trials.empty(); ++pass) {
+    const TrialTimeline prior = std::move(r.trials);
+    sim::Timed timed(0);
+    r = RunWith(timed, nullptr, options_.reps, &prior);
+  }
+  return r;
+}
+
 ReplayResult Replayer::RunRecorded() {
   return RunRecorded([](sim::Strategy& s) -> sim::Strategy& { return s; });
 }
@@ -105,7 +116,7 @@ ReplayResult Replayer::RunRecorded(const std::function<sim::Strategy&(sim::Strat
 }
 
 ReplayResult Replayer::RunWith(sim::Strategy& strategy, std::vector<uint64_t>* anchors,
-                               uint32_t reps) {
+                               uint32_t reps, const TrialTimeline* prior) {
   sim::Scheduler::Options so;
   so.max_steps = options_.max_steps;
   sim::RaceDetector detector;
@@ -141,7 +152,7 @@ ReplayResult Replayer::RunWith(sim::Strategy& strategy, std::vector<uint64_t>* a
   if (model == nullptr)
     throw detail::EngineError(fmt::format("no tuner model is named '{}' (one of {})", name,
                                           fmt::join(ModelNames(), ", ")));
-  detail::TunerWorld world(sched, program_, options_, reps, *model, anchors);
+  detail::TunerWorld world(sched, program_, options_, reps, *model, anchors, prior);
   world.Spawn();
   ReplayResult r;
   r.strategy = strategy.Name();

@@ -30,7 +30,8 @@ TunerWorld::Queue::Queue(sim::Scheduler& s, const std::string& name)
     : m(s, name + " queue lock"), cv(s, name + " queue") {}
 
 TunerWorld::TunerWorld(sim::Scheduler& s, const Program& p, const ReplayOptions& o, uint32_t reps,
-                       const TunerModel& model, std::vector<uint64_t>* anchors)
+                       const TunerModel& model, std::vector<uint64_t>* anchors,
+                       const TrialTimeline* prior)
     : s_(s), p_(p), o_(o), reps_(reps), model_(model),
       local_nargs_(o.fix.IsLocal(Field::kNargs)),
       local_copies_(o.fix.IsLocal(Field::kRestoreCopies)),
@@ -39,7 +40,7 @@ TunerWorld::TunerWorld(sim::Scheduler& s, const Program& p, const ReplayOptions&
       owner_thread_(o.fix.owner_thread), prewarm_(o.fix.prewarm),
       anchors_(anchors),
       cursor_(p.threads.size(), 0), fields_recorded_(p.threads.size(), false),
-      reads_recorded_(p.threads.size(), false), gpu_(s, p) {
+      reads_recorded_(p.threads.size(), false), gpu_(s, p, prior) {
   for (size_t t = 0; t < p.threads.size(); ++t)
     for (const RecordedTransition& tr : p.threads[t].transitions) {
       if (tr.kind == TunerKind::kFieldWrite) fields_recorded_[t] = true;
@@ -198,14 +199,14 @@ void TunerWorld::Sync(uint32_t device, uint64_t stream, bool whole_device) {
 }
 
 void TunerWorld::Trial(const TunerCall& c, size_t config, uint32_t reps) {
+  gpu_.ColdStart();
   const uint32_t recorded = std::max<uint32_t>(c.bench_reps[config], 1);
   const Nanos measured = c.bench_ns[config] * recorded;
   const bool calibrated = !c.trial_cpu_ns.empty() && c.trial_cpu_ns[config] + c.trial_gpu_ns[config] != 0;
   if (calibrated && c.time_budgeted) {
-    // Triton's do_bench runs for a time budget (warm-up 25 ms, 100 ms of repetitions): under
-    // contention it runs fewer repetitions, not longer. A trial takes its recorded wall time;
-    // its GPU work does not queue behind other threads'; waiting for the device releases the GIL.
-    gpu_.Cpu((c.trial_cpu_ns[config] + c.trial_gpu_ns[config]) / reps, false, false);
+    // Triton's do_bench runs for a time budget (warm-up 25 ms, 100 ms of repetitions): its GPU
+    // work does not queue behind other threads'; waiting for the device releases the GIL.
+    gpu_.BudgetedTrial((c.trial_cpu_ns[config] + c.trial_gpu_ns[config]) / reps);
     return;
   }
   // A fixed number of repetitions: the recorded GPU work of the whole benchmark (kernels,
@@ -393,7 +394,7 @@ void TunerWorld::Finalize(ReplayResult& r) {
     for (size_t i = 1; i < list.size(); ++i) d.wasted_gpu_ns += list[i].second;
     r.duplicates.push_back(std::move(d));
   }
-  gpu_.Finalize(r.run, r.cost, r.makespan);
+  gpu_.Finalize(r.run, r.cost, r.makespan, r.trials);
   r.left_recording = left_recording_;
 }
 

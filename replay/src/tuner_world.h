@@ -129,8 +129,10 @@ void Locked(sim::Mutex* m, const char* label, F&& f) {
 
 class TunerWorld {
  public:
+  // `prior`: the trial timeline the virtual GPU counts contention against (or null).
   TunerWorld(sim::Scheduler& s, const Program& p, const ReplayOptions& o, uint32_t reps,
-             const TunerModel& model, std::vector<uint64_t>* anchors);
+             const TunerModel& model, std::vector<uint64_t>* anchors,
+             const TrialTimeline* prior = nullptr);
 
   // Spawns the run's fibers: one per recorded thread, then the fix's prewarm thread and one
   // owner per GPU (prewarm, owner-thread). Call once, before the scheduler runs.

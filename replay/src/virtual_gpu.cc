@@ -1,11 +1,15 @@
 // replay/src/virtual_gpu.cc: the virtual GPU and CPU (see virtual_gpu.h).
 #include "virtual_gpu.h"
 
+#include "calibrate.h"
+
 #include <algorithm>
+#include <cmath>
 
 namespace rerace::replay::detail {
 
-VirtualGpu::VirtualGpu(sim::Scheduler& s, const Program& p) : s_(s), p_(p) {
+VirtualGpu::VirtualGpu(sim::Scheduler& s, const Program& p, const TrialTimeline* prior)
+    : prior_(prior), s_(s), p_(p) {
   for (const ThreadProgram& tp : p.threads) any_worker_ |= tp.worker;
 }
 
@@ -50,6 +54,9 @@ void VirtualGpu::Context(uint32_t device, Nanos ns) {
   if (ns == 0) return;
   Nanos& free = context_free_[device];
   const Nanos now = s_.Now();
+  const Nanos more = Contention(ns, now);
+  cost_.trial_contention_ns += more;
+  ns += more;
   if (free > now) {
     cost_.context_wait_ns += free - now;
     Own(free - now);  // waiting for the driver, not for another thread's lock
@@ -58,19 +65,84 @@ void VirtualGpu::Context(uint32_t device, Nanos ns) {
   s_.Advance(ns);
   Own(ns);
   free = s_.Now();
+  AddTrial(now, free);
+}
+
+Nanos VirtualGpu::Contention(Nanos alone, Nanos now) const {
+  if (p_.trial_contention_ppm == 0) return 0;
+  const uint32_t t = s_.CurrentThread();
+  const TrialTimeline& all = prior_ != nullptr ? *prior_ : trials_;
+  uint64_t others = 0;
+  for (uint32_t u = 0; u < all.size(); ++u) {
+    if (u == t || all[u].empty()) continue;
+    // u's last trial that starts at or before now: does it run at now?
+    const auto& list = all[u];
+    auto it = std::upper_bound(list.begin(), list.end(), now,
+                               [](Nanos at, const std::pair<Nanos, Nanos>& i) { return at < i.first; });
+    others += it != list.begin() && std::prev(it)->second > now;
+  }
+  if (others == 0) return 0;
+  const double f = TrialContentionFactor(p_.trial_contention_ppm, static_cast<double>(others + 1));
+  return static_cast<Nanos>(std::llround(static_cast<double>(alone) * (f - 1)));
+}
+
+void VirtualGpu::AddTrial(Nanos from, Nanos to) {
+  if (p_.trial_contention_ppm == 0) return;
+  const uint32_t t = s_.CurrentThread();
+  if (trials_.size() <= t) trials_.resize(t + 1);
+  trials_[t].emplace_back(from, to);
+}
+
+void VirtualGpu::ColdStart() {
+  if (p_.cold_ns == 0) return;
+  const Nanos now = s_.Now();
+  if (!cold_started_) {
+    cold_started_ = true;
+    cost_.cold_ns = p_.cold_ns;
+    s_.Advance(p_.cold_ns);
+    Own(p_.cold_ns);
+    cold_until_ = s_.Now();
+  } else if (now < cold_until_) {
+    Own(cold_until_ - now);  // waiting for the runtime's start, not for another thread's lock
+    s_.AdvanceTo(cold_until_);
+  }
+}
+
+void VirtualGpu::BudgetedTrial(Nanos alone) {
+  const Nanos now = s_.Now();
+  const Nanos more = Contention(alone, now);
+  cost_.trial_contention_ns += more;
+  Cpu(alone + more, false, false);
+  AddTrial(now, s_.Now());
+}
+
+Nanos VirtualGpu::Queue::EndBefore(Nanos now) const {
+  Nanos end = folded_;
+  for (size_t i = 0; i < size_; ++i)
+    if (recent_[i].first <= now) end = std::max(end, recent_[i].second);
+  return end;
+}
+
+void VirtualGpu::Queue::Add(Nanos launched, Nanos ends) {
+  if (size_ == recent_.size()) folded_ = std::max(folded_, recent_[next_].second);
+  recent_[next_] = {launched, ends};
+  next_ = (next_ + 1) % recent_.size();
+  size_ = std::min(size_ + 1, recent_.size());
 }
 
 void VirtualGpu::Launch(uint32_t device, uint64_t stream, Nanos duration, bool tuning, Nanos cpu) {
-  Nanos& ready = streams_[{device, stream}];
+  Queue& work = streams_[{device, stream}];
   const bool shared = !p_.overlapping_devices.count(device);
-  Nanos& busy = devices_[device];
   const Nanos now = s_.Now();
-  const Nanos start = std::max({ready, shared ? busy : Nanos{0}, now});
-  if (shared && busy > std::max(ready, now)) cost_.gpu_queue_ns += busy - std::max(ready, now);
-  ready = start + duration;
-  if (shared) busy = ready;
+  const Nanos ready = std::max(work.EndBefore(now), now);
+  const Nanos busy = shared ? devices_[device].EndBefore(now) : 0;
+  const Nanos start = std::max(ready, busy);
+  if (busy > ready) cost_.gpu_queue_ns += busy - ready;
+  const Nanos end = start + duration;
+  work.Add(now, end);
+  if (shared) devices_[device].Add(now, end);
   const uint32_t t = s_.CurrentThread();
-  if (t < counted_.size() && counted_[t]) gpu_end_ = std::max(gpu_end_, ready);
+  if (t < counted_.size() && counted_[t]) gpu_end_ = std::max(gpu_end_, end);
   if (!tuning) {
     ++cost_.launches;
     cost_.kernel_ns += duration;
@@ -80,9 +152,9 @@ void VirtualGpu::Launch(uint32_t device, uint64_t stream, Nanos duration, bool t
 
 void VirtualGpu::Sync(uint32_t device, uint64_t stream, bool whole_device) {
   Nanos until = 0;
-  for (const auto& [k, ready] : streams_)
-    if (k.first == device && (whole_device || k.second == stream)) until = std::max(until, ready);
   const Nanos now = s_.Now();
+  for (const auto& [k, work] : streams_)
+    if (k.first == device && (whole_device || k.second == stream)) until = std::max(until, work.EndBefore(now));
   if (until > now) {
     Own(until - now);
     s_.AdvanceTo(until);
@@ -95,8 +167,11 @@ void VirtualGpu::CountTuning(size_t configs, Nanos ns) {
   cost_.tuning_ns += ns;
 }
 
-void VirtualGpu::Finalize(const sim::RunResult& run, StepCost& cost, Nanos& makespan) const {
+void VirtualGpu::Finalize(const sim::RunResult& run, StepCost& cost, Nanos& makespan, TrialTimeline& trials) {
   cost = cost_;
+  trials = std::move(trials_);
+  cost.trial_contention_ppm = p_.trial_contention_ppm;
+  cost.trial_contention_from = p_.trial_contention_from;
   makespan = gpu_end_;
   for (const sim::ThreadSummary& t : run.threads) {
     if (t.id >= counted_.size() || !counted_[t.id]) continue;

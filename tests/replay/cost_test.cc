@@ -209,23 +209,38 @@ TEST(Cost, AFailedWorkerIsPricedWithTheRestOfAWorkerThatCompleted) {
 // synchronization each trial's CPU overlaps the other thread's GPU work: A's CPU [0, 100],
 // B's [0, 100], A's GPU [100, 200], B's [200, 300], A's second CPU [200, 300], its GPU
 // [300, 400], B's second CPU [300, 400], its GPU [400, 500]: 500 us.
-Program TwoNativeTunings(bool device_sync) {
+struct Tunings {
+  bool python = false;       // a Triton tuner: time-budgeted trials (else the native tuner's)
+  bool device_sync = false;  // native: the trials synchronize the device
+  size_t configs = 2;
+  uint32_t contention_ppm = 0;
+  Nanos cold_ns = 0;
+};
+
+Program TwoTunings(const Tunings& k) {
   Program p;
   p.source = "hand-made";
   TunerCall c;
   c.tuner = 1;
-  c.tuner_class = "rerace.kernels.Autotuner";
+  c.tuner_class = k.python ? "triton.runtime.autotuner.Autotuner" : "rerace.kernels.Autotuner";
   c.kernel = "k";
   c.key = "1";
-  c.configs = {"a", "b"};
-  c.bench_ns = {100 * kUs, 100 * kUs};
-  c.bench_reps = {1, 1};
-  c.trial_gpu_ns = {100 * kUs, 100 * kUs};
-  c.trial_cpu_ns = {100 * kUs, 100 * kUs};
-  c.trial_device_sync = device_sync;
+  for (size_t i = 0; i < k.configs; ++i) {
+    c.configs.push_back(std::string(1, static_cast<char>('a' + i)));
+    c.bench_ns.push_back(100 * kUs);
+    c.bench_reps.push_back(1);
+    // Python: 200 us of wall time alone, waiting for the device included; native: 100 + 100.
+    c.trial_gpu_ns.push_back(k.python ? 0 : 100 * kUs);
+    c.trial_cpu_ns.push_back(k.python ? 200 * kUs : 100 * kUs);
+  }
+  c.time_budgeted = k.python;
+  c.trial_device_sync = k.device_sync;
   c.stream = 1;
   p.calls = {c, c};
   p.tuner_classes = {c.tuner_class};
+  p.gil = k.python;
+  p.trial_contention_ppm = k.contention_ppm;
+  p.cold_ns = k.cold_ns;
   for (uint32_t t = 0; t < 2; ++t) {
     ThreadProgram tp;
     tp.thread = t;
@@ -240,18 +255,176 @@ Program TwoNativeTunings(bool device_sync) {
   return p;
 }
 
-TEST(Cost, TrialsThatSynchronizeTheDeviceDoNotOverlap) {
+ReplayResult Timed(const Program& p, const std::string& fix) {
   ReplayOptions o;
   o.launch_cpu_ns = 0;
-  o.fix = *ParseFix("per-thread-tuner");
+  o.fix = *ParseFix(fix);
+  Replayer rep(p, o);
+  return rep.RunTimed();
+}
+
+TEST(Cost, TrialsThatSynchronizeTheDeviceDoNotOverlap) {
   for (const bool sync : {true, false}) {
-    const Program p = TwoNativeTunings(sync);
-    Replayer rep(p, o);
-    sim::Timed timed(0);
-    const ReplayResult r = rep.Run(timed);
+    const ReplayResult r = Timed(TwoTunings({.device_sync = sync}), "per-thread-tuner");
     ASSERT_FALSE(r.failed()) << sync;
     EXPECT_EQ(r.makespan, sync ? 800 * kUs : 500 * kUs) << sync;
   }
+}
+
+// Python trials that run for a time budget contend for the host (the GIL): with contention
+// 0.5 (x 1.5 for two trials at once, 1 + 0.5 x log2 2), two workers each benchmarking two
+// configs of 200 us under per-thread-tuner take 300 us a trial: 600 us, 100 us of contention
+// per trial. Without contention: 400 us. Under lock-run (one tuner, shared) the second worker
+// finds the key tuned: its trials never run at once with the first's: 400 us, no contention.
+TEST(Cost, ConcurrentPythonTrialsContend) {
+  const ReplayResult both = Timed(TwoTunings({.python = true, .contention_ppm = 500'000}), "per-thread-tuner");
+  ASSERT_FALSE(both.failed());
+  EXPECT_EQ(both.makespan, 600 * kUs);
+  EXPECT_EQ(both.cost.trial_contention_ns, 4 * 100 * kUs);
+  const ReplayResult alone = Timed(TwoTunings({.python = true}), "per-thread-tuner");
+  EXPECT_EQ(alone.makespan, 400 * kUs);
+  EXPECT_EQ(alone.cost.trial_contention_ns, 0u);
+  const ReplayResult locked = Timed(TwoTunings({.python = true, .contention_ppm = 500'000}), "lock-run");
+  ASSERT_FALSE(locked.failed());
+  EXPECT_EQ(locked.makespan, 400 * kUs);
+  EXPECT_EQ(locked.cost.trial_contention_ns, 0u);
+}
+
+// Trials that synchronize the device are serialized and contend too. Two workers, two configs
+// each of 200 us alone, contention 0.5: each thread's trials run while the other's are asked
+// for, so every trial takes 300 us, one at a time: 4 x 300 = 1200 us (800 without contention).
+// The first run alone is lopsided: the thread the schedule runs first sees nobody in its first
+// trial (A [0, 200], B asks at 0 and runs [200, 500], A asks at 200 and runs [500, 800], B asks
+// at 500 and runs [800, 1100]): 1100 us; RunTimed's later runs count every thread's trials.
+TEST(Cost, TrialsThatSynchronizeTheDeviceContendToo) {
+  const Program p = TwoTunings({.device_sync = true, .contention_ppm = 500'000});
+  const ReplayResult r = Timed(p, "per-thread-tuner");
+  ASSERT_FALSE(r.failed());
+  EXPECT_EQ(r.makespan, 1200 * kUs);
+  EXPECT_EQ(r.cost.trial_contention_ns, 4 * 100 * kUs);
+  ReplayOptions o;
+  o.launch_cpu_ns = 0;
+  o.fix = *ParseFix("per-thread-tuner");
+  Replayer rep(p, o);
+  sim::Timed once(0);
+  EXPECT_EQ(rep.Run(once).makespan, 1100 * kUs);
+  EXPECT_EQ(Timed(TwoTunings({.device_sync = true}), "per-thread-tuner").makespan, 800 * kUs);
+}
+
+// The process's cold start (Program::cold_ns, 50 us) is paid once, by the first trial: two
+// workers, two configs of 200 us each. A: cold [0, 50], trials [50, 250] and [250, 450]; B asks
+// at 0, waits for the cold start, then [50, 250] and [250, 450]: 450 us (400 without).
+TEST(Cost, TheColdStartIsPaidOnce) {
+  const ReplayResult r = Timed(TwoTunings({.python = true, .cold_ns = 50 * kUs}), "per-thread-tuner");
+  ASSERT_FALSE(r.failed());
+  EXPECT_EQ(r.makespan, 450 * kUs);
+  EXPECT_EQ(r.cost.cold_ns, 50 * kUs);
+  EXPECT_EQ(Timed(TwoTunings({.python = true}), "per-thread-tuner").makespan, 400 * kUs);
+}
+
+// A thread runs on until its next scheduling point, so the schedule can reach a launch of one
+// thread after another thread's later one (in virtual time). Two threads on one stream, no
+// scheduling points: A (start 0) computes 100 us, then launches a 10 us kernel and waits for
+// it; B (start 50 us, so the timed schedule runs A first) launches a 10 us kernel at 50 us,
+// waits for it, then computes 200 us. B's kernel runs at [50, 60] (it does not queue behind
+// A's kernel, launched at 100 us): B ends at 260 us (320 if it waited for A's).
+TEST(Cost, WorkLaunchedLaterInVirtualTimeIsNotWaitedFor) {
+  Program p;
+  p.source = "hand-made";
+  auto launch = [](Nanos cpu_before) {
+    Op o;
+    o.kind = Op::Kind::kLaunch;
+    o.stream = 1;
+    o.duration = 10 * kUs;
+    o.cpu_before_ns = cpu_before;
+    return o;
+  };
+  auto sync = [](Nanos cpu_before) {
+    Op o;
+    o.kind = Op::Kind::kSync;
+    o.sync = traces::SyncKind::kStream;
+    o.stream = 1;
+    o.cpu_before_ns = cpu_before;
+    return o;
+  };
+  for (uint32_t t = 0; t < 2; ++t) {
+    ThreadProgram tp;
+    tp.thread = t;
+    tp.name = t == 0 ? "A" : "B";
+    tp.worker = true;
+    tp.start_ns = t == 0 ? 0 : 50 * kUs;
+    tp.ops = t == 0 ? std::vector<Op>{launch(100 * kUs), sync(0)}
+                    : std::vector<Op>{launch(0), sync(0), sync(200 * kUs)};
+    p.threads.push_back(tp);
+  }
+  ReplayOptions o;
+  o.model = "triton";
+  Replayer rep(p, o);
+  const ReplayResult r = rep.RunTimed();
+  ASSERT_FALSE(r.failed());
+  EXPECT_EQ(r.makespan, 260 * kUs);
+}
+
+// Calibration (replay/src/calibrate.h): three threads, each with its own tuner object of one
+// kernel, key and config. Thread A benchmarks it alone for 100 us; B and C at once, 150 us each.
+// The contention is fitted from the recording: (150 / 100 - 1) / log2(2) = 0.5; the trials
+// alone take 150 / 1.5 = 100 us. Without A's trial there is nothing alone to fit against: the
+// H200 figure (0.13), and B and C's trials alone 150 / 1.13 = 132.743 us.
+Program Recorded(bool with_alone) {
+  const std::string path = ::testing::TempDir() + "/cost-fit-" + std::to_string(with_alone) + "-" +
+                           std::to_string(getpid()) + ".rrt";
+  traces::Header h;
+  h.recorder_version = "cost_test";
+  {
+    auto w = traces::TraceWriter::Create(path, h);
+    EXPECT_TRUE(w.ok());
+    traces::TraceWriter& tw = **w;
+    traces::TunerEvent begin;
+    begin.tuner_class = tw.String("triton.runtime.autotuner.Autotuner");
+    begin.kernel = tw.String("k");
+    begin.key = "1";
+    begin.configs = {"c0"};
+    auto tune = [&](uint32_t thread, uint64_t tuner, uint64_t from, uint64_t to) {
+      traces::TunerEvent te = begin;
+      te.tuner = tuner;
+      for (auto [kind, at] : {std::pair{traces::TunerKind::kCallBegin, from},
+                              std::pair{traces::TunerKind::kBenchBegin, from},
+                              std::pair{traces::TunerKind::kBenchEnd, to},
+                              std::pair{traces::TunerKind::kCallEnd, to}}) {
+        te.kind = kind;
+        te.config = kind == traces::TunerKind::kBenchBegin || kind == traces::TunerKind::kBenchEnd ? 0 : -1;
+        te.timings_ms = kind == traces::TunerKind::kBenchEnd ? std::vector<double>{0.05} : std::vector<double>{};
+        te.repetitions = kind == traces::TunerKind::kBenchEnd ? 1 : 0;
+        tw.AppendTuner(thread, at, te);
+      }
+    };
+    if (with_alone) tune(tw.AddThread(10, "A"), 0x51, 0, 100 * kUs);
+    const uint32_t b = tw.AddThread(11, "B"), c = tw.AddThread(12, "C");
+    tune(b, 0x52, 200 * kUs, 350 * kUs);
+    tune(c, 0x53, 200 * kUs, 350 * kUs);
+    EXPECT_TRUE(tw.Finish({}).ok());
+  }
+  auto t = traces::ReadTrace(path);
+  std::remove(path.c_str());
+  EXPECT_TRUE(t.ok()) << (t.ok() ? "" : t.error().message);
+  auto p = BuildProgram(*t, path);
+  EXPECT_TRUE(p.ok());
+  return *p;
+}
+
+TEST(Cost, ContentionIsFittedFromTrialsAloneAndAtOnce) {
+  const Program fitted = Recorded(true);
+  EXPECT_TRUE(fitted.gil);
+  EXPECT_EQ(fitted.trial_contention_ppm, 500'000u);
+  EXPECT_EQ(fitted.trial_contention_from, "recording");
+  EXPECT_EQ(fitted.cold_ns, 0u);
+  ASSERT_EQ(fitted.calls.size(), 3u);
+  for (const TunerCall& c : fitted.calls) EXPECT_EQ(c.trial_cpu_ns.at(0) + c.trial_gpu_ns.at(0), 100 * kUs);
+  const Program h200 = Recorded(false);
+  EXPECT_EQ(h200.trial_contention_ppm, 130'000u);
+  EXPECT_EQ(h200.trial_contention_from, "H200");
+  ASSERT_EQ(h200.calls.size(), 2u);
+  for (const TunerCall& c : h200.calls) EXPECT_EQ(c.trial_cpu_ns.at(0) + c.trial_gpu_ns.at(0), 132'743u);
 }
 
 }  // namespace

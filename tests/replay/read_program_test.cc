@@ -22,7 +22,9 @@ namespace {
 std::string Describe(const Program& p) {
   std::string s = p.source + (p.truncated ? " truncated" : "") + " span " +
                   std::to_string(p.recorded_span_ns) + (p.gil ? " gil" : "") + " step_start " +
-                  std::to_string(p.step_start_ns) + "\n";
+                  std::to_string(p.step_start_ns) + " contention " +
+                  std::to_string(p.trial_contention_ppm) + " " + p.trial_contention_from + " cold " +
+                  std::to_string(p.cold_ns) + "\n";
   for (uint32_t d : p.overlapping_devices) s += "overlapping " + std::to_string(d) + "\n";
   for (uint64_t t : p.cache_results) s += "cache_results " + std::to_string(t) + "\n";
   for (const std::string& c : p.tuner_classes) s += "class " + c + "\n";

@@ -152,7 +152,10 @@ TEST(Check, LockRunCostsAndRemovesDuplicateTuning) {
   const Verdict local = CheckFix(Default(), WithFix("call-local"), 30, 1);
   EXPECT_TRUE(lock.duplicates_fix.empty());
   ASSERT_EQ(local.duplicates_fix.size(), 1u);
-  EXPECT_EQ(local.duplicates_fix[0].threads, 8u);
+  // Every thread misses the key at once; how many benchmark it before one has cached it depends
+  // on the timed schedule's times (trials slowed by contention, waits for the GIL).
+  EXPECT_GE(local.duplicates_fix[0].threads, 7u);
+  EXPECT_LE(local.duplicates_fix[0].threads, 8u);
   EXPECT_GT(local.duplicates_fix[0].wasted_gpu_ns, 0u);
   EXPECT_GT(lock.makespan_fix, 0u);
   EXPECT_GT(local.makespan_fix, 0u);

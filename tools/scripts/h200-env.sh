@@ -6,3 +6,5 @@ mkdir -p "$out"
 export LD_LIBRARY_PATH=$PWD/.devlibs:/usr/local/cuda/lib64:/usr/local/cuda/extras/CUPTI/lib64:/usr/local/cuda/lib:${LD_LIBRARY_PATH:-}
 export NCCL_NVLS_ENABLE=0 PYTHONUNBUFFERED=1
 bin=$PWD/.devrun/bin
+# rerace record --probe finds the probe beside the binaries, as installed (<prefix>/share/rerace/python).
+mkdir -p .devrun/share/rerace && ln -sfn "$PWD/tools/python" .devrun/share/rerace/python

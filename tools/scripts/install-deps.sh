@@ -2,7 +2,7 @@
 # Installs the Debian packages the build needs, when they are missing. Safe to run again.
 set -euo pipefail
 need=(cmake ninja-build g++ pkg-config libboost-context-dev capnproto libcapnp-dev libcli11-dev
-      libfmt-dev nlohmann-json3-dev libgtest-dev libgmock-dev libbenchmark-dev)
+      libfmt-dev nlohmann-json3-dev libgtest-dev libgmock-dev libbenchmark-dev xz-utils)
 [ "${RERACE_FUZZ:-0}" = 1 ] && need+=(clang libclang-rt-dev)
 missing=()
 for p in "${need[@]}"; do

@@ -31,13 +31,19 @@ struct StepCost {
   Nanos context_wait_ns = 0;  // trials' host work that waited for the device's context
                               // (another thread's cudaMalloc / cudaFree / device synchronization)
   Nanos gpu_queue_ns = 0;     // kernels that waited for a busy device
+  Nanos cold_ns = 0;          // the process's cold start, paid by the first trial (Program::cold_ns)
+  Nanos trial_contention_ns = 0;  // Python trials' time beyond their own, from other threads'
+                                  // trials running at once (Program::trial_contention_ppm)
+  uint32_t trial_contention_ppm = 0;   // the figure used, and where it came from
+  std::string trial_contention_from;   // "recording", "H200"
   Nanos blocked_ns = 0;       // the last thread to end: time blocked on other threads
   Nanos critical_ns = 0;      // that thread's clock at its end
   std::string critical;       // its name
 };
 
 struct CostTerm {
-  std::string name;   // "tuning", "kernels", "cpu", "gil", "context", "blocked", "gpu-queue"
+  std::string name;   // "tuning", "kernels", "cpu", "gil", "context", "blocked", "gpu-queue",
+                      // "contention", "cold"
   Nanos ns = 0;
   std::string words;  // "tuning: 8 x 12 configs x 0.412 ms"
 };

@@ -121,6 +121,19 @@ struct Program {
   // The tuners whose metadata says `cache_results` (Triton's disk cache, from 3.4: the models'
   // check_disk_cache), read from tuner_meta once here, not per replayed run.
   std::set<uint64_t> cache_results;
+  // Python trials that run for a time budget (Triton's do_bench) share the host under the GIL:
+  // a trial repetition that starts while k other threads' such trials run takes
+  // (1 + trial_contention_ppm / 1e6 x log2(k + 1)) times its calibrated time (virtual_gpu.h,
+  // calibrate.h: the H200 shows a jump from one trial to two and less with each doubling after). Fitted from
+  // the recording when it has trials of one kernel and config both alone and with others
+  // (trial_contention_from "recording"), else the figure measured on the H200 ("H200",
+  // docs/MODEL.md); 0 and "" for native tuners and free-threaded interpreters.
+  uint32_t trial_contention_ppm = 0;
+  std::string trial_contention_from;
+  // The process's cold start as its first recorded trial shows it (CUDA's and Triton's runtime
+  // start, the launcher, lazy loading of kernels): paid once by the first trial of a replayed
+  // run; a trial that starts before it ends waits for it (calibrate.h). 0: not cold.
+  Nanos cold_ns = 0;
 };
 
 // What the recording says was patched in a tuner's class (`run` or `_bench` resolving to a

@@ -95,6 +95,10 @@ struct DuplicateTuning {
   Nanos wasted_gpu_ns = 0;
 };
 
+// Per replay thread, the intervals of its trials that contend with other threads' (Python
+// time-budgeted trials, trials that synchronize the device), in time order.
+using TrialTimeline = std::vector<std::vector<std::pair<Nanos, Nanos>>>;
+
 struct ReplayResult {
   std::string strategy;
   std::string fix;
@@ -104,6 +108,7 @@ struct ReplayResult {
   std::vector<DuplicateTuning> duplicates;
   Nanos makespan = 0;                     // simulated step time
   StepCost cost;                          // where it went (model engine)
+  TrialTimeline trials;                   // model engine: its contending trials
   uint64_t left_recording = 0;            // --recorded: transitions the model could not match
   std::vector<sim::Race> races;           // with detect_races
   // What ran: "model", or the python engine's interpreter, mode, Triton and patches
@@ -125,6 +130,12 @@ class Replayer {
 
   // One run under `strategy`.
   ReplayResult Run(sim::Strategy& strategy);
+  // The schedule a cost is priced on: the timed strategy (the thread with the least virtual
+  // time runs at each point), run three times. A trial that contends (Python time-budgeted
+  // trials, trials that synchronize the device) counts the other threads' trials running when
+  // it starts in the run before: every thread's, where the first run sees only those of threads
+  // the schedule ran before it (a thread runs on until its next scheduling point).
+  ReplayResult RunTimed();
   // The recorded interleaving: the thread whose next recorded transition comes first runs.
   // Repetitions as recorded.
   ReplayResult RunRecorded();
@@ -146,7 +157,9 @@ class Replayer {
 
  private:
   // `anchors`: the recorded-order strategy's per-thread position, kept by the model (or null).
-  ReplayResult RunWith(sim::Strategy& strategy, std::vector<uint64_t>* anchors, uint32_t reps);
+  // `prior`: the trial timeline contention is counted against (RunTimed), or null.
+  ReplayResult RunWith(sim::Strategy& strategy, std::vector<uint64_t>* anchors, uint32_t reps,
+                       const TrialTimeline* prior = nullptr);
   // model: the steps' mode (tuner_world_gil.h), resolved on first use.
   const detail::StepMode& Steps();
   const Program& program_;
