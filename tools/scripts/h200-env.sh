@@ -6,5 +6,7 @@ mkdir -p "$out"
 export LD_LIBRARY_PATH=$PWD/.devlibs:/usr/local/cuda/lib64:/usr/local/cuda/extras/CUPTI/lib64:/usr/local/cuda/lib:${LD_LIBRARY_PATH:-}
 export NCCL_NVLS_ENABLE=0 PYTHONUNBUFFERED=1
 bin=$PWD/.devrun/bin
-# rerace record --probe finds the probe beside the binaries, as installed (<prefix>/share/rerace/python).
-mkdir -p .devrun/share/rerace && ln -sfn "$PWD/tools/python" .devrun/share/rerace/python
+# rerace record --probe finds the probe beside the binaries, as installed
+# (<prefix>/share/rerace/python/rerace_probe): a copy (h200-recorded-check.sh replaces it).
+mkdir -p .devrun/share/rerace/python
+[ -e .devrun/share/rerace/python/rerace_probe ] || cp -r tools/python/rerace_probe .devrun/share/rerace/python/
