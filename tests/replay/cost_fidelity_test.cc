@@ -28,32 +28,52 @@ struct Row {
 
 std::ostream& operator<<(std::ostream& o, const Row& r) { return o << r.sample << " --fix " << r.fix; }
 
-class CostAgainstTheH200 : public ::testing::TestWithParam<Row> {};
-
-TEST_P(CostAgainstTheH200, EstimateWithin15PercentOfTheRealStep) {
-  const Row& row = GetParam();
+// rerace check --runs 10's step estimate for the row's sample and fix, in ms.
+double Estimate(const Row& row) {
   std::string path = testing::SamplePath(row.sample);
   std::string unpacked;
   if (path.ends_with(".xz")) {
-    if (std::system("xz --version >/dev/null 2>&1") != 0) GTEST_SKIP() << "xz is not installed (Debian: xz-utils)";
+    if (std::system("xz --version >/dev/null 2>&1") != 0) {
+      ADD_FAILURE() << "xz is not installed (Debian: xz-utils)";
+      return -1;
+    }
     unpacked = ::testing::TempDir() + "/cost-fidelity-" + std::to_string(getpid()) + ".rrt";
     const std::string cmd = "xz -dc '" + path + "' > '" + unpacked + "'";
-    ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+    if (std::system(cmd.c_str()) != 0) {
+      ADD_FAILURE() << cmd;
+      return -1;
+    }
     path = unpacked;
   }
   auto t = traces::ReadTrace(path);
   if (!unpacked.empty()) std::remove(unpacked.c_str());
-  ASSERT_TRUE(t.ok()) << t.error().message;
+  if (!t.ok()) {
+    ADD_FAILURE() << t.error().message;
+    return -1;
+  }
   auto p = BuildProgram(*t, path);
-  ASSERT_TRUE(p.ok()) << p.error().message;
+  if (!p.ok()) {
+    ADD_FAILURE() << p.error().message;
+    return -1;
+  }
   ReplayOptions o;
   o.fix = *ParseFix(row.fix);
   o.model = row.model;
   const Verdict v = CheckFix(*p, o, 10, 1);
-  ASSERT_TRUE(v.cost.priced) << v.cost.failure;
-  const double estimate = static_cast<double>(v.cost.step_ns) / 1e6;
-  EXPECT_NEAR(estimate, row.real_ms, 0.15 * row.real_ms)
-      << FormatCost(v.cost) << "\nreal: " << row.where;
+  if (!v.cost.priced) {
+    ADD_FAILURE() << "not priced: " << v.cost.failure;
+    return -1;
+  }
+  std::printf("%s --fix %s: %s\n", row.sample, row.fix, FormatCost(v.cost).c_str());
+  return static_cast<double>(v.cost.step_ns) / 1e6;
+}
+
+class CostAgainstTheH200 : public ::testing::TestWithParam<Row> {};
+
+TEST_P(CostAgainstTheH200, EstimateWithin15PercentOfTheRealStep) {
+  const Row& row = GetParam();
+  const double estimate = Estimate(row);
+  EXPECT_NEAR(estimate, row.real_ms, 0.15 * row.real_ms) << "real: " << row.where;
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -80,6 +100,36 @@ INSTANTIATE_TEST_SUITE_P(
         // (docs/h200-cost2-2026-12-04.log, 8 fresh processes).
         Row{"triton-none-h200.rrt", "lock-run", "auto", 1948, "session 2, cold lock-run"},
         Row{"triton-none-h200.rrt", "call-local", "auto", 2614, "session 2, cold tls-state"}),
+    [](const ::testing::TestParamInfo<Row>& i) {
+      std::string n = std::string(i.param.sample) + "_" + i.param.fix;
+      for (char& c : n)
+        if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+      return n;
+    });
+
+// The model against what it was given: the estimate from a recording of the fix itself within
+// 10% of the step that recording took (the step rerace-train-step printed under `rerace
+// record`; docs/h200-cost4-2026-12-04.log). These recordings' steps ran 6-36% slower than the
+// unrecorded runs of the same machine start (CUPTI's kernel tracing: docs/PERFORMANCE.md), so
+// against the real median they are outside 15%; what is asserted here is that the cost model
+// reproduces the recorded step, which the recorder's overhead does not excuse.
+class CostAgainstItsRecording : public ::testing::TestWithParam<Row> {};
+
+TEST_P(CostAgainstItsRecording, EstimateWithin10PercentOfTheRecordedStep) {
+  const Row& row = GetParam();
+  const double estimate = Estimate(row);
+  EXPECT_NEAR(estimate, row.real_ms, 0.10 * row.real_ms) << "recorded: " << row.where;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Session4, CostAgainstItsRecording,
+    ::testing::Values(
+        Row{"cost4/native-per-thread-tuner-r1-cost4-h200.rrt.xz", "per-thread-tuner", "auto", 530.720, "round 1"},
+        Row{"cost4/native-per-thread-tuner-r2-cost4-h200.rrt.xz", "per-thread-tuner", "auto", 538.699, "round 2"},
+        Row{"cost4/native-per-thread-tuner-r3-cost4-h200.rrt.xz", "per-thread-tuner", "auto", 541.759, "round 3"},
+        Row{"cost4/native-owner-thread-r1-cost4-h200.rrt.xz", "owner-thread", "auto", 92.376, "round 1"},
+        Row{"cost4/native-owner-thread-r2-cost4-h200.rrt.xz", "owner-thread", "auto", 72.169, "round 2"},
+        Row{"cost4/native-owner-thread-r3-cost4-h200.rrt.xz", "owner-thread", "auto", 83.652, "round 3"}),
     [](const ::testing::TestParamInfo<Row>& i) {
       std::string n = std::string(i.param.sample) + "_" + i.param.fix;
       for (char& c : n)
