@@ -38,6 +38,9 @@ std::string Schedule::Encode() const {
 }
 
 namespace {
+// The longest schedule a line may give (about 1.1e12 steps; a replay is thousands).
+constexpr uint64_t kMaxSteps = uint64_t{1} << 40;
+
 // Parses a decimal number at s[pos...]; advances pos.
 bool ParseNumber(std::string_view s, size_t& pos, uint64_t& out) {
   const char* begin = s.data() + pos;
@@ -79,10 +82,20 @@ Result<Schedule> Schedule::Parse(std::string_view line, std::string_view where) 
     }
     if (pos < body.size() && body[pos] == '*') {
       ++pos;
-      if (!ParseNumber(body, pos, count) || count == 0 || count > (uint64_t{1} << 40)) {
+      const size_t at = pos;
+      if (!ParseNumber(body, pos, count) || count == 0) {
         return Error{fmt::format("{}: byte {}: expected a positive repeat count after '*'", where,
                                  colon + 1 + pos)};
       }
+      // The whole schedule is bounded, not each count: adjacent runs of one thread merge, and
+      // the merged count must encode to a line that parses again.
+      if (count > kMaxSteps - s.steps_) {
+        return Error{fmt::format("{}: byte {}: the schedule runs past {} steps", where,
+                                 colon + 1 + at, kMaxSteps)};
+      }
+    } else if (s.steps_ == kMaxSteps) {
+      return Error{fmt::format("{}: byte {}: the schedule runs past {} steps", where,
+                               colon + 1 + start, kMaxSteps)};
     }
     if (pos < body.size()) {
       if (body[pos] != '.') {

@@ -30,6 +30,16 @@ TEST(Schedule, RoundTripsThroughItsLine) {
   EXPECT_EQ(back->Expand(), (std::vector<ThreadId>{3, 3, 1, 0, 0, 0, 0, 2, 1, 1}));
 }
 
+TEST(Schedule, TheLongestScheduleEncodesToALineThatParses) {
+  auto s = Schedule::Parse("rs1:9*1099511627775.9", "test");
+  ASSERT_TRUE(s.ok()) << s.error().message;
+  EXPECT_EQ(s->steps(), uint64_t{1} << 40);
+  ASSERT_EQ(s->runs().size(), 1u);
+  auto again = Schedule::Parse(s->Encode(), "test");
+  ASSERT_TRUE(again.ok()) << again.error().message;
+  EXPECT_EQ(*again, *s);
+}
+
 TEST(Schedule, ParseMergesAdjacentRunsOfOneThread) {
   auto s = Schedule::Parse("rs1:1*2.1.0");
   ASSERT_TRUE(s.ok());
@@ -52,6 +62,11 @@ TEST(Schedule, ParseRejectsBadLines) {
       {"rs1:0,1", "expected '.' between steps, found ','"},
       {"rs1:0.", "the schedule ends with '.'"},
       {"rs1:99999999999", "expected a thread id"},
+      // At most 2^40 steps in all: one count, or runs of one thread that merge (the fuzzer's
+      // find: two counts under the bound merged into one the line form could not say again).
+      {"rs1:0*1099511627777", "byte 6: the schedule runs past 1099511627776 steps"},
+      {"rs1:9*1099511627775.9*2", "byte 22: the schedule runs past 1099511627776 steps"},
+      {"rs1:9*1099511627776.3", "byte 20: the schedule runs past 1099511627776 steps"},
       // Control characters are named, not printed: the error stays one line.
       {"rs1:0\n1", "expected '.' between steps, found byte 0x0a"},
       {"r\ns1:0", "schedule format 'r\\x0as1' is not supported"},
