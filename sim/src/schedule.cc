@@ -80,22 +80,19 @@ Result<Schedule> Schedule::Parse(std::string_view line, std::string_view where) 
     if (!ParseNumber(body, pos, thread) || thread >= kNoThread) {
       return Error{fmt::format("{}: byte {}: expected a thread id", where, colon + 1 + start)};
     }
+    size_t at = start;  // where the step's count is: its repeat count, else its thread id
     if (pos < body.size() && body[pos] == '*') {
-      ++pos;
-      const size_t at = pos;
+      at = ++pos;
       if (!ParseNumber(body, pos, count) || count == 0) {
         return Error{fmt::format("{}: byte {}: expected a positive repeat count after '*'", where,
                                  colon + 1 + pos)};
       }
-      // The whole schedule is bounded, not each count: adjacent runs of one thread merge, and
-      // the merged count must encode to a line that parses again.
-      if (count > kMaxSteps - s.steps_) {
-        return Error{fmt::format("{}: byte {}: the schedule runs past {} steps", where,
-                                 colon + 1 + at, kMaxSteps)};
-      }
-    } else if (s.steps_ == kMaxSteps) {
-      return Error{fmt::format("{}: byte {}: the schedule runs past {} steps", where,
-                               colon + 1 + start, kMaxSteps)};
+    }
+    // The whole schedule is bounded, not each count: adjacent runs of one thread merge, and the
+    // merged count must encode to a line that parses again.
+    if (count > kMaxSteps - s.steps_) {
+      return Error{fmt::format("{}: byte {}: the schedule runs past {} steps", where, colon + 1 + at,
+                               kMaxSteps)};
     }
     if (pos < body.size()) {
       if (body[pos] != '.') {

@@ -28,6 +28,14 @@ struct Row {
 
 std::ostream& operator<<(std::ostream& o, const Row& r) { return o << r.sample << " --fix " << r.fix; }
 
+// The test's name: the sample and the fix, with every other character an underscore.
+std::string RowName(const ::testing::TestParamInfo<Row>& i) {
+  std::string n = std::string(i.param.sample) + "_" + i.param.fix;
+  for (char& c : n)
+    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+  return n;
+}
+
 // rerace check --runs 10's step estimate for the row's sample and fix, in ms.
 double Estimate(const Row& row) {
   std::string path = testing::SamplePath(row.sample);
@@ -100,12 +108,7 @@ INSTANTIATE_TEST_SUITE_P(
         // (docs/h200-cost2-2026-12-04.log, 8 fresh processes).
         Row{"triton-none-h200.rrt", "lock-run", "auto", 1948, "session 2, cold lock-run"},
         Row{"triton-none-h200.rrt", "call-local", "auto", 2614, "session 2, cold tls-state"}),
-    [](const ::testing::TestParamInfo<Row>& i) {
-      std::string n = std::string(i.param.sample) + "_" + i.param.fix;
-      for (char& c : n)
-        if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
-      return n;
-    });
+    RowName);
 
 // The model against what it was given: the estimate from a recording of the fix itself within
 // 10% of the step that recording took (the step rerace-train-step printed under `rerace
@@ -130,12 +133,7 @@ INSTANTIATE_TEST_SUITE_P(
         Row{"cost4/native-owner-thread-r1-cost4-h200.rrt.xz", "owner-thread", "auto", 92.376, "round 1"},
         Row{"cost4/native-owner-thread-r2-cost4-h200.rrt.xz", "owner-thread", "auto", 72.169, "round 2"},
         Row{"cost4/native-owner-thread-r3-cost4-h200.rrt.xz", "owner-thread", "auto", 83.652, "round 3"}),
-    [](const ::testing::TestParamInfo<Row>& i) {
-      std::string n = std::string(i.param.sample) + "_" + i.param.fix;
-      for (char& c : n)
-        if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
-      return n;
-    });
+    RowName);
 
 }  // namespace
 }  // namespace rerace::replay
