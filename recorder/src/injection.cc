@@ -13,6 +13,7 @@
 #include <generated_nvtx_meta.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -144,6 +145,10 @@ void CUPTIAPI BufferCompleted(CUcontext ctx, uint32_t stream_id, uint8_t* buffer
   size_t dropped = 0;
   if (r && cuptiActivityGetNumDroppedRecords(ctx, stream_id, &dropped) == CUPTI_SUCCESS && dropped)
     r->AddDropped(dropped);
+  // CUPTI takes the buffers as zeroed (Init): clear what this one used before it is lent again,
+  // here (where CUPTI hands a buffer back) rather than in BufferRequested, which may run in the
+  // middle of a user's launch.
+  std::memset(buffer, 0, std::min(valid, kActivityBufferBytes));
   std::lock_guard<std::mutex> g(g_pool_mu);
   g_pool.push_back(buffer);
 }
@@ -386,8 +391,9 @@ bool Check(CUptiResult r, const char* what) {
 void Init() {
   std::call_once(g_init_once, [] {
     for (size_t i = 0; i < kActivityBuffers; ++i) {
-      void* p = nullptr;
-      if (posix_memalign(&p, 8, kActivityBufferBytes) == 0) g_pool.push_back(static_cast<uint8_t*>(p));
+      // calloc: fresh pages, zero without being written (CUPTI wants 8-byte alignment; malloc
+      // gives 16).
+      if (void* p = std::calloc(1, kActivityBufferBytes)) g_pool.push_back(static_cast<uint8_t*>(p));
     }
     if (!Check(cuptiSubscribe(&g_subscriber, Callback, nullptr), "cuptiSubscribe")) return;
     Check(cuptiEnableDomain(1, g_subscriber, CUPTI_CB_DOMAIN_RESOURCE), "enable resource callbacks");
@@ -419,6 +425,23 @@ void Init() {
     };
     for (CUpti_CallbackId id : driver)
       Check(cuptiEnableCallback(1, g_subscriber, CUPTI_CB_DOMAIN_DRIVER_API, id), "enable a driver callback");
+    // One activity buffer for the process, not one per thread (CUPTI's default since CUDA 12):
+    // on the H200 a timed trial's record-launch-record took 27-29 us for the process's first
+    // ~600 trials with a buffer per thread and 11-14 us after (6-7 us without CUPTI), 8-11 us
+    // from the start with one buffer; the native step's per-thread-tuner recorded 17 % slow
+    // with one per thread, 9 % with one (docs/RECORDER.md, "What recording costs"). Set before
+    // the callbacks are registered and any kind enabled, as CUPTI requires; a CUPTI without
+    // the attribute keeps its default, and RERACE_CUPTI_PER_THREAD_BUFFERS=1 asks for it.
+    if (!std::getenv("RERACE_CUPTI_PER_THREAD_BUFFERS")) {
+      uint8_t per_thread = 0;
+      size_t size = sizeof per_thread;
+      cuptiActivitySetAttribute(CUPTI_ACTIVITY_ATTR_PER_THREAD_ACTIVITY_BUFFER, &size, &per_thread);
+    }
+    // The pool's buffers come zeroed (calloc, and BufferCompleted clears what was used), so that
+    // CUPTI does not clear 8 MiB in the launching thread when it takes one.
+    uint8_t zeroed = 1;
+    size_t zeroed_size = sizeof zeroed;
+    cuptiActivitySetAttribute(CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER, &zeroed_size, &zeroed);
     Check(cuptiActivityRegisterCallbacks(BufferRequested, BufferCompleted), "register activity buffers");
     // CONCURRENT_KERNEL, never KERNEL (which serializes the GPU's kernels).
     Check(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL), "enable kernel activity");

@@ -10,7 +10,7 @@
 set -uo pipefail
 . tools/scripts/h200-env.sh
 exp=$PWD/tools/python/experiments
-RUNS=${RUNS:-6}
+RUNS=${RUNS:-6} tag=${TAG:-cost3}  # TAG names the log and the recordings
 mkdir -p "$out/t"
 {
 echo "== machine ($(date -u +%FT%TZ))"; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
@@ -26,8 +26,8 @@ for spec in "${specs[@]}"; do
 done
 for spec in "${recs[@]}"; do
   set -- $spec
-  (cd "$out/t" && timeout 200 "$bin/rerace" record --probe triton -o "triton-$1-t$2-cost3-h200.rrt" -- python3 "$exp/autotune_race.py" --variant "$1" --threads "$2" --trials 1 --quiet 2>&1 | grep -E '^trial|rerace:' | sed "s/^/recorded triton $1 threads=$2: /")
+  (cd "$out/t" && timeout 200 "$bin/rerace" record --probe triton -o "triton-$1-t$2-$tag-h200.rrt" -- python3 "$exp/autotune_race.py" --variant "$1" --threads "$2" --trials 1 --quiet 2>&1 | grep -E '^trial|rerace:' | sed "s/^/recorded triton $1 threads=$2: /")
 done
 ls -l "$out/t"
 echo "== done ($(date -u +%FT%TZ))"
-} 2>&1 | tee "$out/h200-cost3.log"
+} 2>&1 | tee "$out/h200-$tag.log"
