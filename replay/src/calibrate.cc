@@ -189,6 +189,10 @@ void Calibrate(Program& p, std::vector<std::vector<std::pair<Nanos, Nanos>>> ben
     p.trial_contention_ppm = static_cast<uint32_t>(std::lround(kTrialContentionH200 * 1e6));
     p.trial_contention_from = "H200";
   }
+  // Which samples ran with others (a mean of 1.25 or more such trials running, itself
+  // included, as FitTrialContention's "alone"): their walls are estimates, divided out above.
+  std::vector<std::vector<bool>> shared(bench_seen.size());
+  for (size_t ci = 0; ci < bench_seen.size(); ++ci) shared[ci].assign(bench_seen[ci].size(), false);
   for (const BenchInterval& b : benches) {
     if (!serial(b)) continue;
     const uint32_t device = p.calls[b.call].device;
@@ -196,9 +200,19 @@ void Calibrate(Program& p, std::vector<std::vector<std::pair<Nanos, Nanos>>> ben
         MeanOverlap(b, benches, [&](const BenchInterval& o) { return serial(o) && p.calls[o.call].device == device; });
     auto& [wall, gpu] = bench_seen[b.call][b.config];
     const double by = mean * TrialContentionFactor(p.trial_contention_ppm, mean);
-    if (mean > 1) wall = std::max(gpu, static_cast<Nanos>(static_cast<double>(wall) / by));
+    if (mean > 1) {
+      // Its GPU work too: the other trials' kernels shared the device with it (the H200's
+      // per-thread-tuner: a matmul trial's kernels timed 2.9-3.6 ms with 8 trials at once,
+      // over the 1.8-2.1 ms that its wall divided out gave).
+      gpu = static_cast<Nanos>(static_cast<double>(gpu) / mean);
+      wall = std::max(gpu, static_cast<Nanos>(static_cast<double>(wall) / by));
+    }
+    shared[b.call][b.config] = mean >= 1.25;
   }
-  using Sample = std::pair<Nanos, Nanos>;  // (wall, GPU work)
+  struct Sample {
+    Nanos wall = 0, gpu = 0;
+    bool shared = false;  // divided out of a trial that ran with others
+  };
   // By kernel, key and config (the tuner objects of one kernel, per thread say, do the same
   // work), else by tuner and config index.
   std::map<std::tuple<std::string, std::string, std::string>, std::vector<Sample>> by_key;
@@ -208,22 +222,38 @@ void Calibrate(Program& p, std::vector<std::vector<std::pair<Nanos, Nanos>>> ben
     const TunerCall& c = p.calls[ci];
     for (size_t i = 0; i < bench_seen[ci].size(); ++i) {
       if (bench_seen[ci][i].first == 0) continue;
-      by_key[{c.kernel, c.key, c.configs[i]}].push_back(bench_seen[ci][i]);
-      by_config[{c.tuner, i}].push_back(bench_seen[ci][i]);
+      const Sample v{bench_seen[ci][i].first, bench_seen[ci][i].second, shared[ci][i]};
+      by_key[{c.kernel, c.key, c.configs[i]}].push_back(v);
+      by_config[{c.tuner, i}].push_back(v);
     }
     if (call_cpu[ci] != UINT64_MAX) {
       auto [it, fresh] = least_call.try_emplace(c.tuner, call_cpu[ci]);
       if (!fresh) it->second = std::min(it->second, call_cpu[ci]);
     }
   }
-  // The least, or the median, of the samples by wall (of an even count, the mean of the middle
-  // two; the first recorded among equals).
+  // Time-budgeted trials: the median of the samples by wall (of an even count, the mean of the
+  // middle two; the first recorded among equals). Trials of a fixed repetition count: the least
+  // of the samples that ran alone, whose walls can only be too long (interference); else the
+  // mean of the samples divided out of trials that ran with others. Each of those is its
+  // trial's share of the time the trials held the device together, too long for a cheap config
+  // that waited behind dear ones and too short for a dear one, so the least of them is biased
+  // low and the median is off with the mix, while the mean keeps the recorded total (the H200's
+  // per-thread-tuner: the least summed to 20 % under the recording's serialized trials, the
+  // median 5-7 % over).
   auto pick = [](std::vector<Sample> v, bool median) {
-    std::stable_sort(v.begin(), v.end(), [](const Sample& a, const Sample& b) { return a.first < b.first; });
-    if (!median) return v[0];
+    std::stable_sort(v.begin(), v.end(), [](const Sample& a, const Sample& b) { return a.wall < b.wall; });
+    if (!median) {
+      for (const Sample& s : v)
+        if (!s.shared) return s;
+      Sample mean{0, 0, true};
+      for (const Sample& s : v) mean.wall += s.wall, mean.gpu += s.gpu;
+      mean.wall /= v.size();
+      mean.gpu /= v.size();
+      return mean;
+    }
     const Sample& lo = v[(v.size() - 1) / 2];
     const Sample& hi = v[v.size() / 2];
-    return Sample{(lo.first + hi.first) / 2, (lo.second + hi.second) / 2};
+    return Sample{(lo.wall + hi.wall) / 2, (lo.gpu + hi.gpu) / 2, lo.shared || hi.shared};
   };
   std::vector<Nanos> medians(p.calls.size(), 0);
   for (size_t ci = 0; ci < p.calls.size(); ++ci) {
@@ -232,14 +262,14 @@ void Calibrate(Program& p, std::vector<std::vector<std::pair<Nanos, Nanos>>> ben
     c.trial_cpu_ns.assign(c.configs.size(), 0);
     for (size_t i = 0; i < c.configs.size(); ++i) {
       auto k = by_key.find({c.kernel, c.key, c.configs[i]});
-      Sample v{0, 0};
+      Sample v;
       if (k != by_key.end()) {
         v = pick(k->second, c.time_budgeted);
       } else if (auto f = by_config.find({c.tuner, i}); f != by_config.end()) {
         v = pick(f->second, c.time_budgeted);
       }
-      c.trial_gpu_ns[i] = v.second;
-      c.trial_cpu_ns[i] = v.first > v.second ? v.first - v.second : 0;
+      c.trial_gpu_ns[i] = v.gpu;
+      c.trial_cpu_ns[i] = v.wall > v.gpu ? v.wall - v.gpu : 0;
     }
     if (auto it = least_call.find(c.tuner); it != least_call.end()) c.call_cpu_ns = it->second;
     // Cold trials (the process's start of CUDA, of Triton's runtime and launcher, lazy loading

@@ -427,5 +427,93 @@ TEST(Cost, ContentionIsFittedFromTrialsAloneAndAtOnce) {
   for (const TunerCall& c : h200.calls) EXPECT_EQ(c.trial_cpu_ns.at(0) + c.trial_gpu_ns.at(0), 132'743u);
 }
 
+// Calibration of trials that ran at once and synchronize the device (the native tuner's): two
+// threads, each its own tuner object of one kernel, key and config, benchmark it at once, A over
+// [0, 400] us and B over [0, 800] us, each with a 50 us kernel and a device synchronization.
+// A ran with a mean of 2 such trials (itself included), B with 1.5; the H200's contention
+// (0.13 per doubling): A's share 400 / (2 x 1.13) = 176.991 us, B's 800 / (1.5 x (1 + 0.13 x
+// log2 1.5)) = 495.642 us; their kernels 50 / 2 = 25 us and 50 / 1.5 = 33.333 us. The config's
+// time is the mean of the two, 336.316 us of which 29.166 us GPU (the least, 176.991, would
+// price the pair at the cheaper's share). A third thread C that benchmarks it alone, later, for
+// 300 us: the least of the samples alone, 300 us, 50 us GPU. The tuner's own timing (0.9 ms, in
+// a recording of trials at once it holds the others' work) does not raise the trial's time.
+Program AtOnce(bool with_alone) {
+  const std::string path = ::testing::TempDir() + "/cost-at-once-" + std::to_string(with_alone) + "-" +
+                           std::to_string(getpid()) + ".rrt";
+  traces::Header h;
+  h.recorder_version = "cost_test";
+  h.gpus.push_back({0, "GPU", "GPU-0", 1u << 30});
+  {
+    auto w = traces::TraceWriter::Create(path, h);
+    EXPECT_TRUE(w.ok());
+    traces::TraceWriter& tw = **w;
+    traces::TunerEvent begin;
+    begin.tuner_class = tw.String("rerace.kernels.Autotuner");
+    begin.kernel = tw.String("k");
+    begin.key = "1";
+    begin.configs = {"c0"};
+    uint32_t correlation = 1;
+    auto tune = [&](uint32_t thread, uint64_t tuner, uint64_t from, uint64_t to) {
+      traces::TunerEvent te = begin;
+      te.tuner = tuner;
+      auto mark = [&](traces::TunerKind kind, uint64_t at) {
+        te.kind = kind;
+        te.config = kind == traces::TunerKind::kBenchBegin || kind == traces::TunerKind::kBenchEnd ? 0 : -1;
+        te.timings_ms = kind == traces::TunerKind::kBenchEnd ? std::vector<double>{0.9} : std::vector<double>{};
+        te.repetitions = kind == traces::TunerKind::kBenchEnd ? 1 : 0;
+        tw.AppendTuner(thread, at, te);
+      };
+      mark(traces::TunerKind::kCallBegin, from);
+      mark(traces::TunerKind::kBenchBegin, from);
+      Kernel(tw, thread, from + kUs, 0, 1, from + kUs, from + 51 * kUs, correlation++);
+      Sync(tw, thread, from + 2 * kUs, 0);
+      mark(traces::TunerKind::kBenchEnd, to);
+      mark(traces::TunerKind::kCallEnd, to);
+    };
+    const uint32_t a = tw.AddThread(10, "A"), b = tw.AddThread(11, "B");
+    tune(a, 0x51, 0, 400 * kUs);
+    tune(b, 0x52, 0, 800 * kUs);
+    if (with_alone) tune(tw.AddThread(12, "C"), 0x53, 1000 * kUs, 1300 * kUs);
+    EXPECT_TRUE(tw.Finish({}).ok());
+  }
+  auto t = traces::ReadTrace(path);
+  std::remove(path.c_str());
+  EXPECT_TRUE(t.ok()) << (t.ok() ? "" : t.error().message);
+  auto p = BuildProgram(*t, path);
+  EXPECT_TRUE(p.ok()) << (p.ok() ? "" : p.error().message);
+  return *p;
+}
+
+TEST(Cost, TrialsAtOnceTakeTheMeanOfTheirShares) {
+  const Program shared = AtOnce(false);
+  ASSERT_EQ(shared.calls.size(), 2u);
+  EXPECT_EQ(shared.trial_contention_ppm, 130'000u);
+  for (const TunerCall& c : shared.calls) {
+    EXPECT_TRUE(c.trial_device_sync);
+    EXPECT_EQ(c.trial_gpu_ns.at(0), 29'166u);
+    EXPECT_EQ(c.trial_cpu_ns.at(0) + c.trial_gpu_ns.at(0), 336'316u);
+  }
+  const Program alone = AtOnce(true);
+  ASSERT_EQ(alone.calls.size(), 3u);
+  for (const TunerCall& c : alone.calls) {
+    EXPECT_EQ(c.trial_gpu_ns.at(0), 50 * kUs);
+    EXPECT_EQ(c.trial_cpu_ns.at(0) + c.trial_gpu_ns.at(0), 300 * kUs);
+  }
+  // The step: two workers that benchmark two such configs each (TwoTunings, no contention; a
+  // tuner of one config does not benchmark), the four trials one at a time: 4 x 336.316 us,
+  // whatever the tuner's own timing said (a floor at it made it 4 x 900 us).
+  for (const Nanos timing : {Nanos{900 * kUs}, Nanos{kUs}}) {
+    Program p = TwoTunings({.device_sync = true});
+    for (TunerCall& c : p.calls) {
+      c.bench_ns.assign(2, timing);
+      c.trial_cpu_ns.assign(2, shared.calls[0].trial_cpu_ns.at(0));
+      c.trial_gpu_ns.assign(2, shared.calls[0].trial_gpu_ns.at(0));
+    }
+    const ReplayResult r = Timed(p, "per-thread-tuner");
+    ASSERT_FALSE(r.failed());
+    EXPECT_EQ(r.makespan, 4 * 336'316u) << timing;
+  }
+}
+
 }  // namespace
 }  // namespace rerace::replay
