@@ -104,6 +104,26 @@ Result<void> ProgramBuilder::Add(const Event& e, const TunerEvent* te, const Tra
       op.lock = e.handle;
       op.lock_name = meta.Str(e.text);
       op.cpu_before_ns = clock_[e.thread].Gap(e);
+      LockHolds& holds = locks_[e.handle];
+      if (e.lock == LockKind::kAcquire) {
+        // The probes mark an acquire once the lock is held: the thread's wait for it lies in
+        // the gap before the mark. Not CPU time: the time other threads held the lock within
+        // that gap (their holds never overlap) is taken out; replay makes the thread wait
+        // for the lock itself.
+        const uint64_t from = clock_[e.thread].last_end;
+        Nanos waited = 0;
+        for (const LockHolds::Hold& h : holds.recent) {
+          const uint64_t lo = std::max<uint64_t>(h.acquire, from), hi = std::min<uint64_t>(h.release, e.cpu_ns);
+          if (h.thread != e.thread && hi > lo) waited += hi - lo;
+        }
+        op.cpu_before_ns = op.cpu_before_ns > waited ? op.cpu_before_ns - waited : 0;
+        holds.holder = e.thread;
+        holds.since = e.cpu_ns;
+      } else if (holds.holder == e.thread) {
+        holds.recent[holds.next] = {holds.since, e.cpu_ns, e.thread};
+        holds.next = (holds.next + 1) % holds.recent.size();
+        holds.holder = UINT32_MAX;
+      }
       clock_[e.thread].End(e, e.lock != LockKind::kAcquire);  // an acquire may have waited
       PushOp(e, std::move(op));
       break;

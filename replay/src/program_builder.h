@@ -14,6 +14,7 @@
 // Not thread-safe; one builder per trace.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -106,6 +107,19 @@ class ProgramBuilder {
   std::vector<Clock> clock_;
   std::vector<std::vector<uint64_t>> op_cpu_;  // per thread, per op: its event's CPU time
   std::vector<Nanos> bench_gpu_;    // per benchmark met: GPU work launched inside it
+  // Per recorded lock: who holds it since when, and its last holds (a fixed ring: a gap that
+  // spans more of them has the older ones charged as CPU time, as before).
+  struct LockHolds {
+    struct Hold {
+      uint64_t acquire = 0, release = 0;
+      uint32_t thread = UINT32_MAX;
+    };
+    uint32_t holder = UINT32_MAX;
+    uint64_t since = 0;
+    std::array<Hold, 64> recent{};
+    size_t next = 0;
+  };
+  std::unordered_map<uint64_t, LockHolds> locks_;
   // Per call, per config: the benchmark's recorded wall time and GPU work; per call: its CPU
   // time outside benchmarks (UINT64_MAX: the call did not end), and how many launches it made.
   std::vector<std::vector<Bench>> bench_seen_;

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <functional>
 #include <string>
+#include <vector>
 #include <unistd.h>
 
 #include "rerace/replay/check.h"
@@ -137,6 +138,46 @@ TEST(Cost, ALockSerializesFourThreads) {
     }
   });
   EXPECT_EQ(step, 400 * kUs);
+}
+
+// The probes mark a lock's acquire once it is held, so a thread's wait for the lock lies in the
+// gap before its acquire mark: not CPU time. Three threads, one lock, each its own device. A
+// holds it over [0, 100] us, then marks its next acquire at 300 (B held it over [100, 200], C
+// over [200, 300]) and at 550 after a 50 us kernel released at 450 (nobody held it since):
+// A's gaps before those acquires charge 0 and 100 us (200 and 100 before).
+TEST(Cost, ALocksWaitBeforeItsAcquireMarkIsNotCpuTime) {
+  const std::string path = ::testing::TempDir() + "/cost-lock-wait-" + std::to_string(getpid()) + ".rrt";
+  traces::Header h;
+  h.recorder_version = "cost_test";
+  for (uint32_t d = 0; d < 3; ++d) h.gpus.push_back({d, "GPU", "GPU-" + std::to_string(d), 1u << 30});
+  {
+    auto w = traces::TraceWriter::Create(path, h);
+    ASSERT_TRUE(w.ok());
+    traces::TraceWriter& tw = **w;
+    Sync(tw, tw.AddThread(1, "main"), 0, 0);  // the process's first thread: not part of the step
+    const uint32_t a = tw.AddThread(10, "A"), b = tw.AddThread(11, "B"), c = tw.AddThread(12, "C");
+    auto hold = [&](uint32_t t, uint32_t device, uint64_t from, uint64_t to, uint32_t correlation) {
+      Lock(tw, t, from, traces::LockKind::kAcquire);
+      Kernel(tw, t, from, device, 1, from, to, correlation);
+      Sync(tw, t, from, device);
+      Lock(tw, t, to, traces::LockKind::kRelease);
+    };
+    hold(a, 0, 0, 100 * kUs, 1);
+    hold(b, 1, 100 * kUs, 200 * kUs, 2);
+    hold(c, 2, 200 * kUs, 300 * kUs, 3);
+    hold(a, 0, 300 * kUs, 450 * kUs, 4);
+    hold(a, 0, 550 * kUs, 600 * kUs, 5);
+    ASSERT_TRUE(tw.Finish({}).ok());
+  }
+  auto t = traces::ReadTrace(path);
+  std::remove(path.c_str());
+  ASSERT_TRUE(t.ok()) << t.error().message;
+  auto p = BuildProgram(*t, path);
+  ASSERT_TRUE(p.ok()) << p.error().message;
+  std::vector<Nanos> before;  // A's acquires
+  for (const Op& op : p->threads.at(1).ops)
+    if (op.kind == Op::Kind::kLockAcquire) before.push_back(op.cpu_before_ns);
+  EXPECT_EQ(before, (std::vector<Nanos>{0, 0, 100 * kUs}));
 }
 
 // A recording in which one worker threw in its first tuner call: a fix that lets it go on is
