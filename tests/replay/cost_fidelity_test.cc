@@ -114,7 +114,7 @@ INSTANTIATE_TEST_SUITE_P(
 
 // Session 6 (docs/h200-cost6-2026-12-04.log): the recorder with one CUPTI activity buffer, zeroed
 // by the recorder; each recording against the median of the unrecorded runs of its machine start
-// (16 per native fix, 12 for call-local and lock-run, 4 per Triton variant). The third lock-run
+// (16 per native fix, 12 for call-local and lock-run, 8 per Triton variant). The third lock-run
 // recording has a worker's 23.5 ms wait for the global lock before its acquire mark (87.4 ms,
 // +22 %, while that wait was charged as CPU time; Cost.ALocksWaitBeforeItsAcquireMarkIsNotCpuTime).
 INSTANTIATE_TEST_SUITE_P(
@@ -134,9 +134,10 @@ INSTANTIATE_TEST_SUITE_P(
         Row{"cost6/native-lock-run-r1-cost6-h200.rrt.xz", "lock-run", "auto", 71.5, "session 6"},
         Row{"cost6/native-lock-run-r2-cost6-h200.rrt.xz", "lock-run", "auto", 71.5, "session 6"},
         Row{"cost6/native-lock-run-r3-cost6-h200.rrt.xz", "lock-run", "auto", 71.5, "session 6"},
-        Row{"cost6/triton-lock-run-t8-cost6-h200.rrt.xz", "lock-run", "auto", 2016, "session 6, lock-run 8 threads"},
-        Row{"cost6/triton-tls-state-t8-cost6-h200.rrt.xz", "call-local", "auto", 2780.5, "session 6, tls-state 8 threads"},
-        Row{"cost6/triton-tls-state-t2-cost6-h200.rrt.xz", "call-local", "auto", 2634, "session 6, tls-state 2 threads"}),
+        // The Triton experiment, 8 cold runs per variant and one recording each (a later start).
+        Row{"cost6/triton-lock-run-t8-cost8-h200.rrt.xz", "lock-run", "auto", 2084, "session 6, lock-run 8 threads"},
+        Row{"cost6/triton-tls-state-t8-cost8-h200.rrt.xz", "call-local", "auto", 2993.5, "session 6, tls-state 8 threads"},
+        Row{"cost6/triton-tls-state-t2-cost8-h200.rrt.xz", "call-local", "auto", 2694, "session 6, tls-state 2 threads"}),
     RowName);
 
 // The model against what it was given: the estimate from a recording of the fix itself within
