@@ -105,6 +105,9 @@ double MeanOverlap(const BenchInterval& b, const std::vector<BenchInterval>& ben
   return static_cast<double>(shared / static_cast<long double>(b.end - b.begin));
 }
 
+// A trial ran alone when under this mean number of trials ran during it (itself included).
+constexpr double kAloneBelow = 1.25;
+
 double Median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v.empty() ? 0 : v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
@@ -132,7 +135,7 @@ void FitTrialContention(Program& p, std::vector<std::vector<std::pair<Nanos, Nan
     const Nanos wall = bench_seen[b.call][b.config].first;
     if (wall == 0) continue;
     auto& [alone, others] = groups[{p.calls[b.call].kernel, b.config}];
-    Side* side = running[i] < 1.25 ? &alone : running[i] >= 1.75 ? &others : nullptr;
+    Side* side = running[i] < kAloneBelow ? &alone : running[i] >= 1.75 ? &others : nullptr;
     if (side == nullptr) continue;
     side->wall.push_back(static_cast<double>(wall));
     side->running.push_back(running[i]);
@@ -189,8 +192,8 @@ void Calibrate(Program& p, std::vector<std::vector<std::pair<Nanos, Nanos>>> ben
     p.trial_contention_ppm = static_cast<uint32_t>(std::lround(kTrialContentionH200 * 1e6));
     p.trial_contention_from = "H200";
   }
-  // Which samples ran with others (a mean of 1.25 or more such trials running, itself
-  // included, as FitTrialContention's "alone"): their walls are estimates, divided out above.
+  // Which samples ran with others (not alone, kAloneBelow): their walls are estimates, divided
+  // out below.
   std::vector<std::vector<bool>> shared(bench_seen.size());
   for (size_t ci = 0; ci < bench_seen.size(); ++ci) shared[ci].assign(bench_seen[ci].size(), false);
   for (const BenchInterval& b : benches) {
@@ -207,7 +210,7 @@ void Calibrate(Program& p, std::vector<std::vector<std::pair<Nanos, Nanos>>> ben
       gpu = static_cast<Nanos>(static_cast<double>(gpu) / mean);
       wall = std::max(gpu, static_cast<Nanos>(static_cast<double>(wall) / by));
     }
-    shared[b.call][b.config] = mean >= 1.25;
+    shared[b.call][b.config] = mean >= kAloneBelow;
   }
   struct Sample {
     Nanos wall = 0, gpu = 0;

@@ -120,8 +120,13 @@ Result<void> ProgramBuilder::Add(const Event& e, const TunerEvent* te, const Tra
         holds.holder = e.thread;
         holds.since = e.cpu_ns;
       } else if (holds.holder == e.thread) {
-        holds.recent[holds.next] = {holds.since, e.cpu_ns, e.thread};
-        holds.next = (holds.next + 1) % holds.recent.size();
+        const LockHolds::Hold hold{holds.since, e.cpu_ns, e.thread};
+        if (holds.recent.size() < kLockHolds) {
+          holds.recent.push_back(hold);
+        } else {
+          holds.recent[holds.next] = hold;
+          holds.next = (holds.next + 1) % kLockHolds;
+        }
         holds.holder = UINT32_MAX;
       }
       clock_[e.thread].End(e, e.lock != LockKind::kAcquire);  // an acquire may have waited

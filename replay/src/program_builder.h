@@ -14,7 +14,6 @@
 // Not thread-safe; one builder per trace.
 #pragma once
 
-#include <array>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -107,8 +106,10 @@ class ProgramBuilder {
   std::vector<Clock> clock_;
   std::vector<std::vector<uint64_t>> op_cpu_;  // per thread, per op: its event's CPU time
   std::vector<Nanos> bench_gpu_;    // per benchmark met: GPU work launched inside it
-  // Per recorded lock: who holds it since when, and its last holds (a fixed ring: a gap that
-  // spans more of them has the older ones charged as CPU time, as before).
+  // Per recorded lock: who holds it since when, and its last holds (a ring of at most
+  // kLockHolds, grown as holds are met: a gap that spans more of them has the older ones
+  // charged as CPU time, as before).
+  static constexpr size_t kLockHolds = 64;
   struct LockHolds {
     struct Hold {
       uint64_t acquire = 0, release = 0;
@@ -116,8 +117,8 @@ class ProgramBuilder {
     };
     uint32_t holder = UINT32_MAX;
     uint64_t since = 0;
-    std::array<Hold, 64> recent{};
-    size_t next = 0;
+    std::vector<Hold> recent;
+    size_t next = 0;  // where the next hold goes once the ring is full
   };
   std::unordered_map<uint64_t, LockHolds> locks_;
   // Per call, per config: the benchmark's recorded wall time and GPU work; per call: its CPU

@@ -211,20 +211,18 @@ void TunerWorld::Trial(const TunerCall& c, size_t config, uint32_t reps) {
   }
   // A fixed number of repetitions: the recorded GPU work of the whole benchmark (kernels,
   // clones, copies, fills) queues on the device; the rest of its recorded wall time is the
-  // thread's own. Uncalibrated, what the benchmark measured. Calibrated, never less than that
-  // wall because of the benchmark's own timing: in a recording of trials at once, its events
-  // also hold the host's delay between the event record and the launch and the work of other
-  // threads ahead of it, which the wall's calibration divides out (calibrate.cc) and a floor
-  // at the timing would put back (the H200's per-thread-tuner: 91 of 220 trials timed above
-  // their calibrated wall; the estimate 14 % above the recording's own serialized trials).
+  // thread's own. Uncalibrated, what the benchmark measured. Calibrated, not raised to that
+  // measurement: in a recording of trials at once, the benchmark's events also hold the host's
+  // delay before the launch and other threads' work, which the calibration divides out
+  // (calibrate.cc; the H200's per-thread-tuner: 91 of 220 trials timed above their calibrated
+  // wall, the estimate 14 % above the recording's own serialized trials).
   const Nanos gpu = calibrated ? c.trial_gpu_ns[config] : measured;
-  const Nanos wall = calibrated ? c.trial_cpu_ns[config] + c.trial_gpu_ns[config] : 0;
-  const Nanos cpu = wall > gpu ? wall - gpu : 0;
+  const Nanos cpu = calibrated ? c.trial_cpu_ns[config] : 0;
   if (c.trial_device_sync && calibrated) {
     // Each repetition ends with a device-wide synchronization and a cudaFree, and the next
     // starts with a cudaMalloc: one thread's repetition at a time per device, host and GPU
     // work together (the H200: call-local's step 35 / 79 / 178 / 397 ms at 1 / 2 / 4 / 8 threads).
-    gpu_.Context(c.device, std::max(wall, gpu) / reps);
+    gpu_.Context(c.device, (cpu + gpu) / reps);
     return;
   }
   gpu_.Cpu(cpu / reps, false, false);

@@ -24,6 +24,17 @@ using traces::EventKind;
 constexpr uint64_t kUs = 1000;
 constexpr uint64_t kGpu = 1'000'000'000;
 
+// The programs of the trace a test wrote at `path`, which is then removed.
+Program ReadBack(const std::string& path) {
+  auto t = traces::ReadTrace(path);
+  std::remove(path.c_str());
+  EXPECT_TRUE(t.ok()) << (t.ok() ? "" : t.error().message);
+  if (!t.ok()) return {};
+  auto p = BuildProgram(*t, path);
+  EXPECT_TRUE(p.ok()) << (p.ok() ? "" : p.error().message);
+  return p.ok() ? *p : Program{};
+}
+
 // Writes a trace with `body`, reads it back, builds the programs and runs the timed strategy
 // (a trace without tuner calls needs --model: any model runs it).
 Nanos StepTime(const char* tag, const std::function<void(traces::TraceWriter&)>& body) {
@@ -38,14 +49,10 @@ Nanos StepTime(const char* tag, const std::function<void(traces::TraceWriter&)>&
     body(**w);
     EXPECT_TRUE((*w)->Finish({}).ok());
   }
-  auto t = traces::ReadTrace(path);
-  std::remove(path.c_str());
-  EXPECT_TRUE(t.ok()) << (t.ok() ? "" : t.error().message);
-  auto p = BuildProgram(*t, path);
-  EXPECT_TRUE(p.ok());
+  const Program p = ReadBack(path);
   ReplayOptions o;
   o.model = "triton";
-  Replayer rep(*p, o);
+  Replayer rep(p, o);
   sim::Timed timed(0);
   const ReplayResult r = rep.Run(timed);
   EXPECT_FALSE(r.failed());
@@ -169,13 +176,10 @@ TEST(Cost, ALocksWaitBeforeItsAcquireMarkIsNotCpuTime) {
     hold(a, 0, 550 * kUs, 600 * kUs, 5);
     ASSERT_TRUE(tw.Finish({}).ok());
   }
-  auto t = traces::ReadTrace(path);
-  std::remove(path.c_str());
-  ASSERT_TRUE(t.ok()) << t.error().message;
-  auto p = BuildProgram(*t, path);
-  ASSERT_TRUE(p.ok()) << p.error().message;
+  const Program p = ReadBack(path);
+  ASSERT_EQ(p.threads.size(), 4u);
   std::vector<Nanos> before;  // A's acquires
-  for (const Op& op : p->threads.at(1).ops)
+  for (const Op& op : p.threads.at(1).ops)
     if (op.kind == Op::Kind::kLockAcquire) before.push_back(op.cpu_before_ns);
   EXPECT_EQ(before, (std::vector<Nanos>{0, 0, 100 * kUs}));
 }
@@ -445,12 +449,7 @@ Program Recorded(bool with_alone) {
     tune(c, 0x53, 200 * kUs, 350 * kUs);
     EXPECT_TRUE(tw.Finish({}).ok());
   }
-  auto t = traces::ReadTrace(path);
-  std::remove(path.c_str());
-  EXPECT_TRUE(t.ok()) << (t.ok() ? "" : t.error().message);
-  auto p = BuildProgram(*t, path);
-  EXPECT_TRUE(p.ok());
-  return *p;
+  return ReadBack(path);
 }
 
 TEST(Cost, ContentionIsFittedFromTrialsAloneAndAtOnce) {
@@ -517,12 +516,7 @@ Program AtOnce(bool with_alone) {
     if (with_alone) tune(tw.AddThread(12, "C"), 0x53, 1000 * kUs, 1300 * kUs);
     EXPECT_TRUE(tw.Finish({}).ok());
   }
-  auto t = traces::ReadTrace(path);
-  std::remove(path.c_str());
-  EXPECT_TRUE(t.ok()) << (t.ok() ? "" : t.error().message);
-  auto p = BuildProgram(*t, path);
-  EXPECT_TRUE(p.ok()) << (p.ok() ? "" : p.error().message);
-  return *p;
+  return ReadBack(path);
 }
 
 TEST(Cost, TrialsAtOnceTakeTheMeanOfTheirShares) {
