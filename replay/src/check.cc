@@ -78,19 +78,23 @@ StepShape MeasureShape(Replayer& replayer) {
 }
 
 BoundedVerdict CheckFixBounded(const Program& program, const ReplayOptions& options,
-                               uint32_t bound, uint64_t max_runs, bool naive) {
+                               uint32_t bound, uint64_t max_runs, bool naive,
+                               const CheckProgress& progress) {
   BoundedVerdict b;
   b.bound = bound;
   // The real code under the GIL: a step can hold several accesses (an atomic stretch between
-  // two places where the GIL can change hands) while DPOR sees only the first; the plain
-  // bounded search does not rely on what a step touches.
-  if (options.engine == "python" && options.python_mode != "free-threaded") naive = true;
+  // two places where the GIL can change hands); the engine reports every one of them inside
+  // its step (python_engine.h, EngineSteps), as the model's GilSteps do, so DPOR sees what a
+  // step touches in either mode (with merged steps it keeps source sets and drops sleep sets:
+  // sim/explore.cc).
   b.naive = naive;
   Replayer rep(program, options);
   sim::Explorer e(naive ? sim::Explorer::Mode::kNaive : sim::Explorer::Mode::kDpor, bound, max_runs);
+  uint64_t runs = 0;
   const sim::ExploreResult x = e.Explore([&](sim::Strategy& s) {
     const ReplayResult r = rep.Run(s);
     if (options.detect_races) MergeRaces(b.verdict.races, r.races);
+    if (progress) progress(++runs, naive ? "bounded DFS" : "DPOR");
     return Hits(r, options.target);
   });
   b.verdict.explored = x.runs;
@@ -107,7 +111,7 @@ BoundedVerdict CheckFixBounded(const Program& program, const ReplayOptions& opti
 }
 
 Verdict CheckFix(const Program& program, const ReplayOptions& options, uint64_t runs,
-                 uint64_t seed) {
+                 uint64_t seed, const CheckProgress& progress) {
   Verdict v;
   Replayer rep(program, options);
   v.pct_steps = MeasureShape(rep).steps;
@@ -116,6 +120,7 @@ Verdict CheckFix(const Program& program, const ReplayOptions& options, uint64_t 
     const std::unique_ptr<sim::Strategy> strategy = SampledStrategy(i, seed, v.pct_steps);
     ReplayResult r = rep.Run(*strategy);
     ++v.explored;
+    if (progress) progress(v.explored, "sampled");
     if (options.detect_races) MergeRaces(v.races, r.races);
     if (Hits(r, options.target)) {
       v.holds = false;

@@ -36,14 +36,15 @@ std::unique_ptr<sim::Strategy> SampledStrategy(uint64_t i, uint64_t seed, uint64
   }
 }
 
-CheckOutcome CheckFix(const Program& program, const ReplayOptions& options, const CheckPlan& plan) {
+CheckOutcome CheckFix(const Program& program, const ReplayOptions& options, const CheckPlan& plan,
+                      const CheckProgress& progress) {
   CheckOutcome out;
   out.plan = plan;
-  out.systematic = CheckFixBounded(program, options, plan.bound, plan.max_runs, plan.naive);
+  out.systematic = CheckFixBounded(program, options, plan.bound, plan.max_runs, plan.naive, progress);
   out.verdict = out.systematic.verdict;
   if (!plan.automatic || !out.verdict.holds) return out;
   // DPOR found nothing within its bound: the sampled schedules reach deeper preemptions.
-  out.verdict = CheckFix(program, options, plan.sampled_runs, plan.seed);
+  out.verdict = CheckFix(program, options, plan.sampled_runs, plan.seed, progress);
   out.verdict.explored += out.systematic.verdict.explored;
   std::vector<sim::Race> all = out.systematic.verdict.races;
   MergeRaces(all, out.verdict.races);

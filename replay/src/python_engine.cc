@@ -26,10 +26,14 @@ uint64_t ToU64(const std::string& s, const std::string& what) {
   return v;
 }
 
+sim::Access AccessOf(const std::string& kind) {
+  return kind == "w" ? sim::Access::kWrite : kind == "r" ? sim::Access::kRead : sim::Access::kYield;
+}
+
 }  // namespace
 
-PythonWorld::PythonWorld(sim::Scheduler& s, const Program& p, PythonProcess& py)
-    : s_(s), p_(p), py_(py) {
+PythonWorld::PythonWorld(sim::Scheduler& s, const Program& p, PythonProcess& py, EngineSteps& steps)
+    : s_(s), p_(p), py_(py), steps_(steps) {
   py_.Send("run");
 }
 
@@ -97,11 +101,13 @@ void PythonWorld::RunThread(uint32_t t) {
       };
       if (op == "p") {
         need(4);
-        const sim::Access a = f[1] == "w" ? sim::Access::kWrite
-                              : f[1] == "r" ? sim::Access::kRead
-                                            : sim::Access::kYield;
-        s_.Point({a, Object(f[2]), Label(f[3])});
+        s_.Point({AccessOf(f[1]), Object(f[2]), Label(f[3])});
         Go(t);
+      } else if (op == "m") {
+        need(4);
+        steps_.merging = true;
+        s_.Point({AccessOf(f[1]), Object(f[2]), Label(f[3])});
+        steps_.merging = false;
       } else if (op == "a") {
         need(3);
         MutexNamed(f[1]).Lock(Label(f[2]));

@@ -73,11 +73,21 @@ std::vector<std::string> SplitTabs(const std::string& line);
 // The program as JSON for the engine (threads with their operations, the recorded calls).
 std::string ProgramJson(const Program& p);
 
+// The engine's steps under the GIL: an access the Python side reports as inside the running
+// thread's step ("m": no hand-over place since its last point) is performed there, so DPOR,
+// the race detector and the history see every access a step makes. Set by PythonWorld around
+// such an access; given to the scheduler as its StepMerge. Scheduler's thread only.
+class EngineSteps final : public sim::StepMerge {
+ public:
+  bool InStep(sim::ThreadId, const sim::SchedulingPoint&) override { return merging; }
+  bool merging = false;
+};
+
 // One run's world on the C++ side: the proxy fibers and the locks and conditions the Python
 // threads use.
 class PythonWorld {
  public:
-  PythonWorld(sim::Scheduler& s, const Program& p, PythonProcess& py);
+  PythonWorld(sim::Scheduler& s, const Program& p, PythonProcess& py, EngineSteps& steps);
   // The body of proxy fiber `t`.
   void RunThread(uint32_t t);
   // After sched.Run(): ends the Python run, collects the findings.
@@ -94,6 +104,7 @@ class PythonWorld {
   sim::Scheduler& s_;
   const Program& p_;
   PythonProcess& py_;
+  EngineSteps& steps_;
   std::map<std::string, std::unique_ptr<std::string>> labels_;  // stable storage for labels
   std::map<std::string, uint32_t> objects_;
   std::map<std::string, std::unique_ptr<sim::Mutex>> mutexes_;

@@ -128,13 +128,15 @@ ReplayResult Replayer::RunWith(sim::Strategy& strategy, std::vector<uint64_t>* a
       options_.engine == "python" || anchors != nullptr ? kEveryAccess : Steps();
   detail::GilSteps merge(steps);
   if (steps.gil) so.merge = &merge;
+  detail::EngineSteps engine_steps;  // the real code's steps: it says which accesses merge
+  if (options_.engine == "python") so.merge = &engine_steps;
   sim::Scheduler sched(strategy, so, pool_.get());
   if (options_.engine == "python") {
     if (anchors != nullptr)
       throw detail::EngineError("the python engine cannot follow the recorded order (--recorded): "
                                 "use --engine model");
     if (auto started = StartEngine(); !started) throw detail::EngineError(started.error().message);
-    detail::PythonWorld world(sched, program_, *py_);
+    detail::PythonWorld world(sched, program_, *py_, engine_steps);
     for (uint32_t t = 0; t < program_.threads.size(); ++t)
       sched.Spawn(program_.threads[t].name, [&world, t] { world.RunThread(t); });
     ReplayResult r;

@@ -231,8 +231,36 @@ TEST(ReportCheck, NaiveNeedsABoundAndBoundZeroIsNoVerdict) {
   EXPECT_FALSE(Has(zero.out, "holds")) << zero.out;
   EXPECT_TRUE(Has(zero.out, "verdict: inconclusive")) << zero.out;
   EXPECT_TRUE(Has(zero.out, "cannot reach a race")) << zero.out;
+  EXPECT_EQ(zero.code, 3) << zero.out;  // not 0: nothing was certified
   const CliRun zero_json = Rerace("check " + s + " --fix none --bound 0 --json");
   EXPECT_TRUE(Has(zero_json.out, "\"verdict\":\"inconclusive\"")) << zero_json.out;
+  EXPECT_EQ(zero_json.code, 3) << zero_json.out;
+}
+
+// Issue 26, item 5: a search its budget stopped is no "holds". The same fix, the same bound:
+// one run of budget gives "inconclusive" (exit 3, JSON "exhausted":false), enough runs give
+// "holds" with "search exhausted" (exit 0, JSON "exhausted":true). Also without --bound (the
+// automatic policy's DPOR at bound 1 stopped by --max-runs).
+TEST(ReportCheck, ABudgetStopIsInconclusiveNotHolds) {
+  const std::string s = SampleTrace("synth-h200-shape.rrt");
+  const CliRun cut = Rerace("check " + s + " --fix lock-run --bound 1 --max-runs 1");
+  EXPECT_EQ(cut.code, 3) << cut.out;
+  EXPECT_FALSE(Has(cut.out, "holds for")) << cut.out;
+  EXPECT_TRUE(Has(cut.out, "verdict: inconclusive: no counterexample to fix 'lock-run' in 1 "
+                           "schedules, but the DPOR search at bound 1 was not exhausted (stopped "
+                           "at the budget of 1 runs, --max-runs)"))
+      << cut.out;
+  const CliRun cut_json = Rerace("check " + s + " --fix lock-run --bound 1 --max-runs 1 --json");
+  EXPECT_EQ(cut_json.code, 3) << cut_json.out;
+  EXPECT_TRUE(Has(cut_json.out, "\"verdict\":\"inconclusive\"")) << cut_json.out;
+  EXPECT_TRUE(Has(cut_json.out, "\"exhausted\":false")) << cut_json.out;
+  const CliRun full = Rerace("check " + s + " --fix lock-run --bound 1 --json");
+  EXPECT_EQ(full.code, 0) << full.out;
+  EXPECT_TRUE(Has(full.out, "\"verdict\":\"holds\"")) << full.out;
+  EXPECT_TRUE(Has(full.out, "\"exhausted\":true")) << full.out;
+  const CliRun automatic = Rerace("check " + s + " --fix lock-run --max-runs 2 --runs 3");
+  EXPECT_EQ(automatic.code, 3) << automatic.out;
+  EXPECT_TRUE(Has(automatic.out, "3 sampled schedules after it found nothing either")) << automatic.out;
 }
 
 // Items 7 and 8: the recorded H200 run counts 7 of the 8 workers (the main thread only launched),

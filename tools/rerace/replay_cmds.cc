@@ -822,7 +822,26 @@ int RunCheck(const CheckArgs& a) {
   request.max_runs = a.max_runs;
   request.max_runs_given = a.max_runs_opt->count() > 0;
   request.seed = a.seed;
-  CheckOutcome outcome = CheckFix(l->program, l->options, PlanCheck(request, l->options.engine));
+  // Progress on a terminal, as fuzz shows it (standard error; quiet when piped or --json).
+  const bool progress = isatty(2) && !a.c.json && std::getenv("NO_PROGRESS") == nullptr;
+  const auto start = std::chrono::steady_clock::now();
+  auto last = start;
+  const CheckPlan check_plan = PlanCheck(request, l->options.engine);
+  CheckProgress show;
+  if (progress)
+    show = [&](uint64_t runs, const char* phase) {
+      const auto now = std::chrono::steady_clock::now();
+      if (now - last < std::chrono::milliseconds(250)) return;
+      last = now;
+      const double secs = std::chrono::duration<double>(now - start).count();
+      const bool sampled = std::string_view(phase) == "sampled";
+      std::fprintf(stderr, "\r\033[K%s: %s at bound %u: %llu of at most %llu schedules (%.0f s)",
+                   a.trace.c_str(), phase, check_plan.bound, static_cast<unsigned long long>(runs),
+                   static_cast<unsigned long long>(sampled ? check_plan.sampled_runs : check_plan.max_runs),
+                   secs);
+    };
+  CheckOutcome outcome = CheckFix(l->program, l->options, check_plan, show);
+  if (progress) std::fprintf(stderr, "\r\033[K");
   const CheckPlan& plan = outcome.plan;
   const BoundedVerdict& systematic = outcome.systematic;
   Verdict& v = outcome.verdict;
@@ -835,6 +854,10 @@ int RunCheck(const CheckArgs& a) {
   const std::optional<uint64_t> seed = outcome.seed;
   // --bound 0 never preempts a thread: it cannot reach a race, so "holds" would certify nothing.
   const bool no_preemption = !automatic && a.bound == 0;
+  // A systematic search its budget stopped certifies nothing either: "holds" only when it was
+  // exhausted.
+  const bool inconclusive = v.holds && (no_preemption || !systematic.exhausted);
+  const int holds_exit = inconclusive ? kExitInconclusive : kExitOk;
   const std::string against = a.c.failure.empty() ? "" : " against " + a.c.failure;
   std::string shrink_note;
   if (!v.holds) {
@@ -853,18 +876,24 @@ int RunCheck(const CheckArgs& a) {
   auto ms = [](Nanos n) { return static_cast<double>(n) / 1e6; };
   if (a.c.json) {
     std::printf("{\"trace\":\"%s\",\"fix\":\"%s\",\"failure\":\"%s\",\"verdict\":\"%s\",\"explored\":%llu,"
+                "\"search\":{\"method\":\"%s\",\"bound\":%u,\"runs\":%llu,\"max_runs\":%llu,"
+                "\"exhausted\":%s,\"sampled\":%llu},"
                 "\"makespan_fix_ns\":%llu,\"makespan_none_ns\":%llu,\"makespan_recorded_ns\":%llu,"
                 "\"cost\":%s,\"counterexample\":%s%s}\n",
                 JsonEscape(a.trace).c_str(), JsonEscape(a.c.fix).c_str(), JsonEscape(a.c.failure).c_str(),
-                !v.holds ? "fails" : no_preemption ? "inconclusive" : "holds",
+                !v.holds ? "fails" : inconclusive ? "inconclusive" : "holds",
                 static_cast<unsigned long long>(v.explored),
+                systematic.naive ? "bounded-dfs" : "dpor", systematic.bound,
+                static_cast<unsigned long long>(systematic.verdict.explored),
+                static_cast<unsigned long long>(plan.max_runs), systematic.exhausted ? "true" : "false",
+                static_cast<unsigned long long>(v.explored - systematic.verdict.explored),
                 static_cast<unsigned long long>(v.makespan_fix),
                 static_cast<unsigned long long>(v.makespan_none),
                 static_cast<unsigned long long>(v.makespan_recorded),
                 v.holds ? CostJson(v.cost).c_str() : "null",
                 v.counterexample ? FormatJson(*v.counterexample, l->program).c_str() : "null",
                 a.c.races ? (",\"races\":" + RacesJson(v.races)).c_str() : "");
-    return v.holds ? kExitOk : kExitFound;
+    return v.holds ? holds_exit : kExitFound;
   }
   if (!v.holds) {
     std::string hint;
@@ -908,6 +937,19 @@ int RunCheck(const CheckArgs& a) {
                   "preemption, but --bound 0 never preempts a thread, so it cannot reach a race: "
                   "this certifies nothing. Use --bound 1 or more, or no --bound.\n",
                   a.c.fix.c_str(), against.c_str(), static_cast<unsigned long long>(v.explored));
+    } else if (inconclusive) {
+      // Stopped by its budget: say what was run and what was not, never "holds".
+      std::fputs(Colour(fmt::format(
+                     "verdict: inconclusive: no counterexample to fix '{}'{} in {} schedules, but the "
+                     "{} search at bound {} was not exhausted (stopped at the budget of {} runs{}){}: "
+                     "this is not a 'holds'. Give --max-runs more runs, or a lower --bound.\n",
+                     a.c.fix, against, v.explored, systematic.naive ? "bounded depth-first" : "DPOR",
+                     systematic.bound, plan.max_runs, a.max_runs_opt->count() > 0 ? ", --max-runs" : "",
+                     automatic ? fmt::format("; {} sampled schedules after it found nothing either",
+                                             v.explored - systematic.verdict.explored)
+                               : std::string()))
+                     .c_str(),
+                 stdout);
     } else if (!automatic) {
       std::fputs(Colour(fmt::format("verdict: fix '{}' holds{} for {}\n", a.c.fix, against, systematic_text)).c_str(),
                  stdout);
@@ -933,7 +975,7 @@ int RunCheck(const CheckArgs& a) {
     std::printf("warning: duplicate-tuning under this fix: %s key %s tuned by %u threads (%.3f ms "
                 "of GPU time wasted)\n",
                 d.kernel.c_str(), d.key.c_str(), d.threads, ms(d.wasted_gpu_ns));
-  return v.holds ? kExitOk : kExitFound;
+  return v.holds ? holds_exit : kExitFound;
 }
 
 }  // namespace
@@ -995,7 +1037,9 @@ void RegisterReplayCommands(CLI::App& app, CommandTable& table) {
   auto ca = std::make_shared<CheckArgs>();
   CLI::App* c = app.add_subcommand(
       "check", "Check a fix: a counterexample schedule, or 'holds' with how many schedules were "
-               "explored; and the fix's cost in simulated step time (exit 1 when it fails)\n"
+               "explored; and the fix's cost in simulated step time (exit 1 when it fails; exit 3, "
+               "'inconclusive', when the systematic search stopped at its budget before it was "
+               "exhausted: that is never a 'holds')\n"
                "Named fixes:\n" + DescribeFixes());
   c->add_option("trace", ca->trace, "Trace file")->required();
   ca->runs_opt = c->add_option("--runs", ca->runs,

@@ -9,6 +9,8 @@ hands the turn to ``tid`` (releasing its baton and blocking on its own), ``e`` e
 
 Messages to the controller (tab-separated):
     p  <access r|w|y> <object> <label>     a point: the access is made when picked
+    m  <access r|w> <object> <label>       an access inside the current step (GIL mode: no
+                                           hand-over place since the last point; no reply)
     a  <lock> <label>                      acquire a lock (blocks in the scheduler)
     t  <lock> <label>                      try to acquire; the reply's value is 1 or 0
     u  <lock> <label>                      release
@@ -150,9 +152,12 @@ class Run:
         if ts is None or ts.quiet:
             return
         if not self.free_threaded and not ts.opportunity:
+            # Part of the thread's current atomic step: no choice, but still an access, so
+            # that DPOR, --races and the thread's history see every object the step touches.
+            self.send("m", kind, obj, label)
             if kind == W:
                 self.last_write[obj] = (ts.tid, self.step)
-            return  # part of the thread's current atomic step
+            return
         ts.new_step()
         self.send("p", kind, obj, label)
         self.wait_turn(ts)
@@ -230,6 +235,14 @@ class Quiet:
 
 _ours = os.path.dirname(os.path.realpath(__file__))
 _ours_cache = {}
+
+
+def _short(filename):
+    """A file's name as reports show it: from site-packages/ or triton/ on, else its base name."""
+    cut = filename.rfind("site-packages/")
+    if cut >= 0:
+        return filename[cut + len("site-packages/"):]
+    return os.path.basename(filename)
 
 
 def is_ours(filename):
@@ -348,7 +361,16 @@ class Tracer:
         k = (code, frame.f_lasti, "c")
         n = self.counts.get(k, 0) + 1
         self.counts[k] = n
-        if ts.quiet or ts.opportunity:
+        if ts.quiet:
+            return
+        if n <= self.rules.warmup + 1 and RUN is not None and \
+                self.rules.after_c_call(arg, False) != self.rules.after_c_call(arg, True):
+            # Whether this call site still runs unspecialized depends on how often every thread
+            # ran it: while it is cold, its execution count is shared state that decides where
+            # steps end, so it is an access (DPOR must order two threads' cold executions).
+            RUN.send("m", W, "gil-warmup %s:%d" % (_short(code.co_filename), frame.f_lasti),
+                     "cold call in %s" % code.co_name)
+        if ts.opportunity:
             return
         if self.rules.blocking(arg) or self.rules.after_c_call(arg, n > self.rules.warmup):
             ts.opportunity = True

@@ -24,6 +24,8 @@ namespace rerace {
 enum ExitCode : int {
   kExitOk = 0,          // nothing found / the fix holds
   kExitFound = 1,       // a race or failure was found / the fix fails
+  kExitInconclusive = 3,  // check: no counterexample, but the search was not exhausted (its
+                          // budget stopped it, or --bound 0 cannot preempt): not a "holds"
   kExitUsage = 64,      // wrong flags or arguments
   kExitDataError = 65,  // bad input data: a corrupt trace, a bad schedule file
   kExitNoInput = 66,    // an input file does not exist or cannot be opened

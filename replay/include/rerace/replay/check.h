@@ -20,6 +20,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string_view>
@@ -53,8 +54,12 @@ struct StepShape {
 };
 StepShape MeasureShape(Replayer& replayer);
 
+// Called after each schedule a check runs, with the schedules run so far in this phase and
+// the phase ("DPOR", "bounded DFS", "sampled"); for a progress line. On the caller's thread.
+using CheckProgress = std::function<void(uint64_t runs, const char* phase)>;
+
 Verdict CheckFix(const Program& program, const ReplayOptions& options, uint64_t runs,
-                 uint64_t seed);
+                 uint64_t seed, const CheckProgress& progress = {});
 
 // Systematic: every schedule with at most `bound` preemptions that DPOR (or, with naive, a
 // plain depth-first search) distinguishes, up to `max_runs`. `exhausted` says whether the
@@ -67,7 +72,8 @@ struct BoundedVerdict {
   uint64_t pruned = 0;  // DPOR: choices pruned by source sets and sleep sets
 };
 BoundedVerdict CheckFixBounded(const Program& program, const ReplayOptions& options,
-                               uint32_t bound, uint64_t max_runs, bool naive);
+                               uint32_t bound, uint64_t max_runs, bool naive,
+                               const CheckProgress& progress = {});
 
 // ---- the check policy ----
 
@@ -116,6 +122,7 @@ struct CheckOutcome {
   // search's have none).
   std::optional<uint64_t> seed;
 };
-CheckOutcome CheckFix(const Program& program, const ReplayOptions& options, const CheckPlan& plan);
+CheckOutcome CheckFix(const Program& program, const ReplayOptions& options, const CheckPlan& plan,
+                      const CheckProgress& progress = {});
 
 }  // namespace rerace::replay
