@@ -18,6 +18,7 @@
 #include "commands.h"
 #include "output.h"
 #include "rerace/base/result.h"
+#include "rerace/base/output_file.h"
 #include "rerace/replay/timeline.h"
 #include "rerace/traces/reader.h"
 
@@ -180,6 +181,7 @@ struct ExportArgs {
 
 int RunExport(const ExportArgs& a) {
   // Streamed: the trace is read twice, chunk by chunk, and the text written as it is made.
+  if (auto same = RefuseOutputIsInput("-o", a.output, {a.trace}); !same) return ReportError(same.error());
   traces::Trace read;
   auto bytes = replay::WriteTraceTimeline(a.trace, a.output, &read);
   if (!bytes) return ReportError(bytes.error());
