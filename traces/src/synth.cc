@@ -132,6 +132,11 @@ Result<void> WriteScenario(const Scenario& s, const std::string& path) {
   h.host = "synthetic";
   h.pid = 1;
   h.command_line = SynthCommand(s);
+  // The same scenario, the same bytes: the recording id is a hash of the command (FNV-1a).
+  h.recording_id = 1469598103934665603ull;
+  for (const std::string& arg : h.command_line)
+    for (const char ch : arg) h.recording_id = (h.recording_id ^ static_cast<uint8_t>(ch)) * 1099511628211ull;
+  h.recording_id |= 1;
   h.start_cpu_ns = 1'000'000'000;
   for (uint32_t g = 0; g < s.gpus; ++g) {
     h.gpus.push_back({g, "Synthetic GPU", fmt::format("GPU-synthetic-{}", g), 80ull << 30});
