@@ -30,7 +30,9 @@
 // A watchdog: no message for `ReplayOptions::watchdog_ms` ends the run as a hang (EngineError,
 // exit 65) naming where each Python thread is (faulthandler's stacks, on a pipe of their own).
 //
-// Threads: used from the scheduler's OS thread only.
+// Threads: used from the scheduler's OS thread only. NB: the engine gets SIGKILL when the OS
+// thread that started it ends (PR_SET_PDEATHSIG follows the thread, not the process): start it
+// from the thread that keeps the Replayer (the campaign's workers each own theirs).
 #pragma once
 
 #include <sys/types.h>

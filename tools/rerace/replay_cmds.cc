@@ -221,8 +221,9 @@ Result<Loaded> Load(const std::string& path, const Common& c, bool refuse_trunca
   if (!python && !patched.empty() && c.fix == "none")
     return Error{fmt::format("{}: the recorded program was patched ({}): the C++ model would check "
                              "stock Triton, which never ran; check the real code with --engine "
-                             "python (it loads the recorded patch when it can be imported, or "
-                             "give it with --patch FILE), or say which fix it stands for with --fix",
+                             "python (give the patch with --patch FILE; rerace's own fixes load by "
+                             "themselves, an installed module with --allow-recorded-patch), or say "
+                             "which fix it stands for with --fix",
                              path, fmt::join(patched, "; ")),
                  kExitUsage};
   if (python) {

@@ -11,9 +11,10 @@ calls), the patches, the mode. This process then
 4. builds one tuner per recorded tuner object (tuners.py), never run,
 
 and answers ``ready <json>`` (versions, the switch rules, what was replaced and patched), or
-``error <kind> <message>`` and exits 2 (kind: ``env``, Triton or the interpreter is unusable;
-``data``, a patch that does not compile, raises or names nothing; ``nofile``; ``internal``). Then, for each ``run`` line, it forks: the child replays the
-program once under the controller's commands (control.py) from the pristine state, so runs are
+``error <kind> <message>`` and exits 2 (kind: ``env``, no usable Triton; ``data``, a patch
+that does not compile or raises, a tuner the engine cannot build; ``nofile``, a patch that is
+not a file; ``usage``, a patched recording without its patch; ``internal``, a bug). Then, for
+each ``run`` line, it forks: the child replays the program once under the controller's commands (control.py) from the pristine state, so runs are
 independent and patch state (a module-level lock or dict) starts fresh each time; the parent
 waits and answers ``done <status>``. ``quit`` (or the end of input) ends it.
 
