@@ -307,6 +307,7 @@ TEST(HostileInput, OutputThatIsAnInputIsRefused) {
       {"replay " + copy + " --seed 3 --perfetto " + copy, "--perfetto " + copy + ": that is the input"},
       {"check " + copy + " --runs 3 --save-schedule " + copy, "that is the input"},
       {"fuzz " + copy + " --runs 3 --junit " + copy, "--junit " + copy + ": that is the input"},
+      {"merge " + copy + " --junit " + copy, "--junit " + copy + ": that is the input"},
       {"replay " + copy + " --engine python --patch " + patch + " --save-schedule " + patch,
        "that is the input " + patch},
   };

@@ -63,6 +63,7 @@ struct MergeArgs {
 };
 
 int RunMerge(const MergeArgs& a) {
+  if (auto same = RefuseOutputIsInput("--junit", a.junit, a.inputs); !same) return ReportError(same.error());
   // Results of the same trace and fix from several shards: runs add up, failures are kept
   // once per signature (the lowest seed wins, so the merge does not depend on input order).
   std::map<std::tuple<std::string, std::string, std::string>, FuzzTrace> merged;
