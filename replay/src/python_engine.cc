@@ -144,7 +144,10 @@ void PythonWorld::RunThread(uint32_t t) {
       }
     }
   } catch (const EngineError& e) {
-    if (error_.empty()) error_ = e.what();
+    if (error_.empty()) {
+      error_ = e.what();
+      error_code_ = e.exit_code();
+    }
     throw;
   }
 }
@@ -160,7 +163,7 @@ void PythonWorld::Finalize(ReplayResult& r) {
       else if (f[0] == "f" && f.size() > 1) continue;  // late finding of a torn-down run
     }
   }
-  if (!error_.empty()) throw EngineError(error_);
+  if (!error_.empty()) throw EngineError(error_, error_code_);
   if (auto x = SchedulerFinding(r.run)) findings_.push_back(std::move(*x));
   std::stable_sort(findings_.begin(), findings_.end(),
                    [](const Finding& a, const Finding& b) { return a.step < b.step; });

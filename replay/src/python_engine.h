@@ -16,11 +16,23 @@
 // once); it forks a child per run, so every run starts from the same pristine state.
 //
 // Errors: a Python process that cannot start, import Triton or a patch, or build a tuner fails
-// `PythonProcess::Start` with a one-line message (exit 65 for the trace's content, 66 for a
-// missing file, 70 otherwise). A protocol error or a crash of the Python side during a run
-// throws `EngineError` (an internal error: exit 70).
+// `PythonProcess::Start` with a one-line message: 78 when --python-exe is not a Python that
+// runs the engine, 69 when it has no Triton (naming the environments of a build tree), 65 for
+// a patch that does not compile or raises and for the trace's content, 66 for a missing patch,
+// 64 for a patched recording given without its patch. A protocol error or a crash of the
+// Python side during a run throws `EngineError` (exit 70).
 //
-// Threads: used from the scheduler's OS thread only.
+// Safety (docs/ENGINE.md "What a trace cannot do"): the interpreter starts with no current
+// directory on sys.path (PYTHONSAFEPATH, `-c` with its empty entry removed), and module names
+// from the trace are imported only when installed (rerace_real/trust.py). The Python side runs
+// in its own process group, ended whole when the process object goes (and at exit). Every line
+// it sends starts with a per-session token, so a patch's stray write is an error, not a message.
+// A watchdog: no message for `ReplayOptions::watchdog_ms` ends the run as a hang (EngineError,
+// exit 65) naming where each Python thread is (faulthandler's stacks, on a pipe of their own).
+//
+// Threads: used from the scheduler's OS thread only. NB: the engine gets SIGKILL when the OS
+// thread that started it ends (PR_SET_PDEATHSIG follows the thread, not the process): start it
+// from the thread that keeps the Replayer (the campaign's workers each own theirs).
 #pragma once
 
 #include <sys/types.h>
@@ -31,14 +43,17 @@
 #include <string>
 #include <vector>
 
+#include "rerace/base/result.h"
 #include "rerace/replay/replay.h"
 #include "rerace/sim/sync.h"
 
 namespace rerace::replay::detail {
 
-class EngineError : public std::runtime_error {
+// A protocol error, a crash or a hang of the Python side (exit 70 unless `exit_code` says the
+// user's code is to blame: a hang is 65, as a patch that does not import).
+class EngineError : public ExitError {
  public:
-  using std::runtime_error::runtime_error;
+  using ExitError::ExitError;
 };
 
 class PythonProcess {
@@ -51,15 +66,26 @@ class PythonProcess {
   PythonProcess& operator=(const PythonProcess&) = delete;
 
   void Send(const std::string& line);  // throws EngineError
-  std::string Read();                  // one line without its newline; throws EngineError
+  // One line without its token and newline; throws EngineError (a hang, a forged line).
+  std::string Read();
   // What the engine said when ready (JSON): versions, switch rules, replaced parts, patches.
   const std::string& info() const { return info_; }
 
  private:
   PythonProcess() = default;
-  pid_t pid_ = -1;
+  // The watchdog fired: collects the threads' stacks, ends the group, throws.
+  [[noreturn]] void Hang();
+  // Ends the process group (after a bounded wait for the leader when `wait_ms` > 0); returns
+  // how the leader ended ("" when it had already been reaped).
+  std::string EndGroup(int wait_ms);
+
+  pid_t pid_ = -1;  // the Python process, leader of its own process group
   int to_ = -1;
   int from_ = -1;
+  int dump_ = -1;   // faulthandler's stacks on SIGUSR1
+  int watchdog_ms_ = 60'000;
+  bool ready_ = false;
+  std::string token_;
   std::string buf_;
   std::string info_;
 };
@@ -111,6 +137,7 @@ class PythonWorld {
   std::map<std::string, std::unique_ptr<sim::CondVar>> conds_;
   std::vector<Finding> findings_;
   std::string error_;  // an engine error seen inside a fiber
+  int error_code_ = kExitInternal;  // and its exit code
 };
 
 }  // namespace rerace::replay::detail

@@ -6,18 +6,28 @@
 #include <fmt/format.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "rerace/base/result.h"
 
 #ifndef RERACE_PYTHON_DIR
 #define RERACE_PYTHON_DIR ""
+#endif
+#ifndef RERACE_PY_ROOT
+#define RERACE_PY_ROOT ""
 #endif
 
 namespace rerace::replay::detail {
@@ -26,7 +36,140 @@ namespace {
 
 std::string PythonDir() { return PythonEngineDir(); }
 
-constexpr int kSilenceLimitMs = 120'000;
+constexpr int kDumpFd = 3;         // faulthandler's stacks, in the Python process
+constexpr int kQuitWaitMs = 2'000;  // how long a quitting engine may take before it is killed
+
+// How the engine starts: no current directory on sys.path (`-c` puts "" first; PYTHONSAFEPATH
+// keeps 3.11+ from adding it), then the package's __main__.
+constexpr char kBootstrap[] =
+    "import sys\n"
+    "if sys.path and sys.path[0] == '': del sys.path[0]\n"
+    "import rerace_real.__main__\n";
+
+// The process groups of the engines alive: ended at exit whatever the path out (an exit()
+// that skips the destructors included).
+std::vector<pid_t>& LiveGroups() {
+  static std::vector<pid_t> groups;
+  return groups;
+}
+
+void EndLiveGroups() {
+  for (const pid_t g : LiveGroups()) kill(-g, SIGKILL);
+}
+
+void SleepMs(int ms) {
+  timespec ts{ms / 1000, (ms % 1000) * 1'000'000L};
+  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+  }
+}
+
+std::string SessionToken() {
+  unsigned char bytes[12] = {};
+  const int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+  bool got = false;
+  if (fd >= 0) {
+    got = read(fd, bytes, sizeof bytes) == static_cast<ssize_t>(sizeof bytes);
+    close(fd);
+  }
+  if (!got) {
+    const uint64_t t = static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()) ^
+                       (static_cast<uint64_t>(getpid()) << 32);
+    std::memcpy(bytes, &t, sizeof t);
+  }
+  std::string out = "rr";
+  for (const unsigned char b : bytes) out += fmt::format("{:02x}", b);
+  return out;
+}
+
+// The file exec would run for `exe` (a path, or a name looked up on PATH), or "".
+std::string FindExecutable(const std::string& exe) {
+  if (exe.find('/') != std::string::npos) return access(exe.c_str(), X_OK) == 0 ? exe : "";
+  const char* path = std::getenv("PATH");
+  std::stringstream dirs(path != nullptr ? path : "/usr/bin:/bin");
+  for (std::string d; std::getline(dirs, d, ':');) {
+    const std::string f = (d.empty() ? "." : d) + "/" + exe;
+    struct stat st {};
+    if (stat(f.c_str(), &st) == 0 && S_ISREG(st.st_mode) && access(f.c_str(), X_OK) == 0) return f;
+  }
+  return "";
+}
+
+// The Python environments of the build tree rerace runs from (RERACE_PY_ROOT: build/py), as
+// paths relative to the current directory where they lie below it; none when rerace runs
+// installed.
+std::vector<std::string> BuildTreePythons() {
+  std::vector<std::string> out;
+  const std::string root = RERACE_PY_ROOT;
+  std::error_code ec;
+  if (root.empty() || PythonEngineDir() != RERACE_PYTHON_DIR) return out;
+  for (const auto& e : std::filesystem::directory_iterator(root, ec)) {
+    const std::filesystem::path py = e.path() / "bin" / "python";
+    if (access(py.c_str(), X_OK) != 0) continue;
+    std::filesystem::path rel = std::filesystem::relative(py, std::filesystem::current_path(ec), ec);
+    out.push_back(!ec && !rel.empty() && rel.begin()->string() != ".." ? rel.string() : py.string());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// The user's PYTHONPATH without empty entries (an empty entry means the current directory,
+// which the engine never searches).
+std::vector<std::string> UserPythonPath() {
+  std::vector<std::string> out;
+  const char* pp = std::getenv("PYTHONPATH");
+  if (pp == nullptr) return out;
+  std::stringstream in(pp);
+  for (std::string e; std::getline(in, e, ':');)
+    if (!e.empty()) out.push_back(e);
+  return out;
+}
+
+// Where each thread is, from faulthandler's dump: per thread its innermost frame outside
+// rerace's package, threading.py and importlib ("file:line in function"); threads with none are waiting
+// for their turn in rerace and are counted. At most 16 threads are named.
+std::string WhereThreadsAre(const std::string& dump) {
+  std::vector<std::string> threads;
+  size_t waiting = 0;
+  std::stringstream in(dump);
+  std::string line, chosen;
+  bool in_thread = false;
+  auto flush = [&] {
+    if (in_thread) {
+      if (chosen.empty()) ++waiting;
+      else threads.push_back(chosen);
+    }
+    chosen.clear();
+  };
+  while (std::getline(in, line)) {
+    if (line.find("hread 0x") != std::string::npos) {
+      flush();
+      in_thread = true;
+      continue;
+    }
+    const size_t file = line.find("File \"");
+    if (!in_thread || file == std::string::npos || !chosen.empty()) continue;
+    const size_t close_quote = line.find('"', file + 6);
+    const size_t at = close_quote == std::string::npos ? close_quote : line.find(", line ", close_quote);
+    if (at == std::string::npos) continue;
+    std::string where = line.substr(file + 6, close_quote - file - 6);
+    // rerace's own frames, threading's, importlib's and the engine's `-c` bootstrap.
+    if (where.find("rerace_real/") != std::string::npos || where.ends_with("/threading.py") ||
+        where.starts_with("<frozen") || where == "<string>")
+      continue;
+    if (const size_t sp = where.rfind("site-packages/"); sp != std::string::npos) where = where.substr(sp + 14);
+    chosen = where + ":" + line.substr(at + 7);
+  }
+  flush();
+  if (threads.empty() && waiting == 0) return "no thread's stack could be read";
+  std::string out;
+  for (size_t i = 0; i < threads.size() && i < 16; ++i)
+    out += fmt::format("{}{}", i == 0 ? "" : "; ", threads[i]);
+  if (threads.size() > 16) out += fmt::format("; {} more", threads.size() - 16);
+  if (waiting > 0)
+    out += fmt::format("{}{} thread{} waiting for {} turn in rerace", out.empty() ? "" : "; ", waiting,
+                       waiting == 1 ? "" : "s", waiting == 1 ? "its" : "their");
+  return out;
+}
 
 }  // namespace
 
@@ -87,61 +230,111 @@ Result<std::unique_ptr<PythonProcess>> PythonProcess::Start(const Program& p,
     return Error{fmt::format("python engine: its package is not at '{}' (set RERACE_PYTHONPATH "
                              "to the folder holding rerace_real)",
                              dir),
-                 kExitInternal};
-  for (const std::string& patch : o.patches)
+                 kExitConfig};
+  for (const std::string& patch : o.patches) {
+    struct stat st {};
+    if (stat(patch.c_str(), &st) != 0)
+      return Error{fmt::format("--patch {}: {}", patch, std::strerror(errno)), kExitNoInput};
+    if (!S_ISREG(st.st_mode))
+      return Error{fmt::format("--patch {}: not a regular file", patch), kExitNoInput};
     if (access(patch.c_str(), R_OK) != 0)
       return Error{fmt::format("--patch {}: {}", patch, std::strerror(errno)), kExitNoInput};
+  }
+  const std::string exe = o.python_exe.empty() ? "python3" : o.python_exe;
+  const std::string found = FindExecutable(exe);
+  if (found.empty())
+    return Error{fmt::format("--python-exe {}: no such program{}", exe,
+                             exe.find('/') == std::string::npos ? " on PATH" : ""),
+                 kExitConfig};
   signal(SIGPIPE, SIG_IGN);  // a dead engine is an error message, not a killed rerace
-  int in[2], out[2];
-  if (pipe2(in, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0)
+  int in[2], out[2], dump[2];
+  if (pipe2(in, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0 || pipe2(dump, O_CLOEXEC) != 0)
     return Error{fmt::format("python engine: pipe: {}", std::strerror(errno)), kExitInternal};
   std::string pythonpath = dir;
-  if (const char* pp = std::getenv("PYTHONPATH"); pp != nullptr && *pp != '\0')
-    pythonpath += std::string(":") + pp;
-  const std::string exe = o.python_exe.empty() ? "python3" : o.python_exe;
+  const std::vector<std::string> user_path = UserPythonPath();
+  for (const std::string& e : user_path) pythonpath += ":" + e;
+  static const bool registered = std::atexit(EndLiveGroups) == 0;
+  (void)registered;
+  const pid_t parent = getpid();
   const pid_t pid = fork();
   if (pid < 0) return Error{fmt::format("python engine: fork: {}", std::strerror(errno)), kExitInternal};
   if (pid == 0) {
+    setpgid(0, 0);                          // its own group: ended whole, forks of a patch too
+    prctl(PR_SET_PDEATHSIG, SIGKILL);       // and never outlives rerace
+    if (getppid() != parent) _exit(127);
     dup2(in[0], 0);
     dup2(out[1], 1);
+    dup2(dump[1], kDumpFd);
     setenv("PYTHONPATH", pythonpath.c_str(), 1);
+    setenv("PYTHONSAFEPATH", "1", 1);
     setenv("PYTHONHASHSEED", "0", 1);
     setenv("PYTHONDONTWRITEBYTECODE", "1", 1);
-    execlp(exe.c_str(), exe.c_str(), "-m", "rerace_real", static_cast<char*>(nullptr));
+    unsetenv("PYTHONSTARTUP");
+    execl(found.c_str(), exe.c_str(), "-c", kBootstrap, static_cast<char*>(nullptr));
     std::fprintf(stderr, "rerace: python engine: cannot run %s: %s\n", exe.c_str(),
                  std::strerror(errno));
     _exit(127);
   }
+  setpgid(pid, pid);  // also here: no window where a signal to the group misses it
+  LiveGroups().push_back(pid);
   close(in[0]);
   close(out[1]);
+  close(dump[1]);
   std::unique_ptr<PythonProcess> py(new PythonProcess());
   py->pid_ = pid;
   py->to_ = in[1];
   py->from_ = out[0];
+  py->dump_ = dump[0];
+  py->watchdog_ms_ = static_cast<int>(std::min<uint32_t>(o.watchdog_ms, 24u * 3600 * 1000));
+  py->token_ = SessionToken();
   nlohmann::json cfg;
   cfg["program"] = nlohmann::json::parse(ProgramJson(p));
   cfg["patches"] = o.patches;
   cfg["mode"] = o.python_mode;
   cfg["reps"] = o.reps;
   cfg["prewarm"] = o.fix.prewarm;
+  cfg["token"] = py->token_;
+  cfg["user_pythonpath"] = user_path;
+  cfg["allow_recorded_patch"] = o.allow_recorded_patch;
   try {
     py->Send(cfg.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
     const std::string first = py->Read();
     const auto f = SplitTabs(first);
     if (f[0] == "ready" && f.size() == 2) {
       py->info_ = f[1];
+      py->ready_ = true;
       return py;
     }
-    if (f[0] == "error" && f.size() >= 2) {
-      const bool data = f[1].find("tuner class") != std::string::npos;
-      const bool missing = f[1].find("no such file") != std::string::npos;
-      return Error{fmt::format("python engine ({}): {}", exe, f[1]),
-                   missing ? kExitNoInput : data ? kExitDataError : kExitInternal};
+    if (f[0] == "error" && f.size() >= 3) {
+      const std::string& kind = f[1];
+      std::string message = fmt::format("python engine ({}): {}", exe, f[2]);
+      int code = kExitInternal;
+      if (kind == "env") {
+        code = kExitUnavailable;
+        std::vector<std::string> others = BuildTreePythons();
+        others.erase(std::remove(others.begin(), others.end(), exe), others.end());
+        if (!others.empty())
+          message += fmt::format(" (give --python-exe {}{})", others.front(),
+                                 others.size() > 1 ? fmt::format("; also here: {}",
+                                                                 fmt::join(others.begin() + 1, others.end(), ", "))
+                                                   : std::string());
+        else
+          message += " (give --python-exe a Python that has Triton)";
+      } else if (kind == "data") {
+        code = kExitDataError;
+      } else if (kind == "nofile") {
+        code = kExitNoInput;
+      } else if (kind == "usage") {
+        code = kExitUsage;
+      }
+      return Error{message, code};
     }
     return Error{fmt::format("python engine ({}): unexpected first line {:?}", exe, first),
                  kExitInternal};
   } catch (const EngineError& e) {
-    return Error{fmt::format("python engine ({}): {}", exe, e.what()), kExitInternal};
+    if (e.exit_code() == kExitConfig)
+      return Error{fmt::format("--python-exe {}: {}", exe, e.what()), kExitConfig};
+    return Error{fmt::format("python engine ({}): {}", exe, e.what()), e.exit_code()};
   }
 }
 
@@ -150,12 +343,63 @@ PythonProcess::~PythonProcess() {
     static const char kQuit[] = "quit\n";
     [[maybe_unused]] const ssize_t n = write(to_, kQuit, sizeof kQuit - 1);
     close(to_);
+    to_ = -1;
   }
+  EndGroup(kQuitWaitMs);
   if (from_ >= 0) close(from_);
-  if (pid_ > 0) {
-    int status = 0;
-    waitpid(pid_, &status, 0);
+  if (dump_ >= 0) close(dump_);
+}
+
+std::string PythonProcess::EndGroup(int wait_ms) {
+  if (pid_ <= 0) return "";
+  // The leader is waited for with WNOWAIT: unreaped, its pid and so its group id stay reserved
+  // until the whole group is killed.
+  siginfo_t si{};
+  for (int waited = 0;; waited += 10) {
+    si.si_pid = 0;
+    if (waitid(P_PID, static_cast<id_t>(pid_), &si, WEXITED | WNOHANG | WNOWAIT) != 0) break;
+    if (si.si_pid == pid_ || waited >= wait_ms) break;
+    SleepMs(10);
   }
+  kill(-pid_, SIGKILL);
+  int status = 0;
+  std::string how = "it was ended";
+  if (waitpid(pid_, &status, 0) == pid_ && si.si_pid == pid_)
+    how = WIFEXITED(status) ? fmt::format("it exited with status {}", WEXITSTATUS(status))
+                            : fmt::format("it died of signal {}", WTERMSIG(status));
+  auto& live = LiveGroups();
+  live.erase(std::remove(live.begin(), live.end(), pid_), live.end());
+  pid_ = -1;
+  return how;
+}
+
+void PythonProcess::Hang() {
+  // faulthandler in the Python process(es) writes every thread's stack to the dump pipe.
+  kill(-pid_, SIGUSR1);
+  std::string dump;
+  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(2000);
+  for (bool got = false;;) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                          until - std::chrono::steady_clock::now()).count();
+    if (left <= 0) break;
+    pollfd pfd{dump_, POLLIN, 0};
+    const int ready = poll(&pfd, 1, static_cast<int>(got ? std::min<long>(left, 200) : left));
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready <= 0) break;
+    char chunk[16384];
+    const ssize_t n = read(dump_, chunk, sizeof chunk);
+    if (n <= 0) break;
+    dump.append(chunk, static_cast<size_t>(n));
+    got = true;
+  }
+  EndGroup(0);
+  throw EngineError(
+      fmt::format("hang: the Python side made no progress for {} s (the watchdog; --watchdog "
+                  "SECONDS sets it){}; where its threads are: {}; every process of the engine was "
+                  "ended",
+                  watchdog_ms_ / 1000.0, ready_ ? "" : " while setting up (importing Triton and "
+                  "the patches, building the tuners)", WhereThreadsAre(dump)),
+      kExitDataError);
 }
 
 void PythonProcess::Send(const std::string& line) {
@@ -166,6 +410,13 @@ void PythonProcess::Send(const std::string& line) {
     const ssize_t n = write(to_, p, left);
     if (n < 0) {
       if (errno == EINTR) continue;
+      if (!ready_) {
+        const std::string how = EndGroup(kQuitWaitMs);
+        throw EngineError(fmt::format("it ended without starting rerace's engine ({}): is it a "
+                                      "Python 3.8 or later? (its messages are above)",
+                                      how.empty() ? "it stopped reading" : how),
+                          kExitConfig);
+      }
       throw EngineError(fmt::format("the Python process stopped reading ({})", std::strerror(errno)));
     }
     p += n;
@@ -179,32 +430,37 @@ std::string PythonProcess::Read() {
     if (nl != std::string::npos) {
       std::string line = buf_.substr(0, nl);
       buf_.erase(0, nl + 1);
-      return line;
+      if (line.size() > token_.size() && line.compare(0, token_.size(), token_) == 0 &&
+          line[token_.size()] == ' ')
+        return line.substr(token_.size() + 1);
+      // Before "ready", what an interpreter prints at start-up (a sitecustomize) is passed on;
+      // after it, a line without the token was written by someone else (a patch).
+      if (!ready_) {
+        std::fprintf(stderr, "%s\n", line.c_str());
+        continue;
+      }
+      throw EngineError(fmt::format("python engine: a line on its channel that the engine did not "
+                                    "write (a patch writing to the engine's descriptors?): {:?}",
+                                    line.substr(0, 120)),
+                        kExitDataError);
     }
-    // A Python thread that blocks outside rerace's control (on a lock made by code the engine
-    // does not watch, say) would hang the run: say so instead.
     pollfd pfd{from_, POLLIN, 0};
-    const int ready = poll(&pfd, 1, kSilenceLimitMs);
+    const int ready = poll(&pfd, 1, watchdog_ms_);
     if (ready < 0 && errno == EINTR) continue;
-    if (ready == 0)
-      throw EngineError(fmt::format(
-          "the Python side has said nothing for {} s: a thread is blocked outside rerace's "
-          "control (a lock or wait created by code the engine does not watch?)",
-          kSilenceLimitMs / 1000));
+    if (ready == 0) Hang();
     char chunk[65536];
     const ssize_t n = read(from_, chunk, sizeof chunk);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
-      int status = 0;
-      std::string how = "it closed its output";
-      if (pid_ > 0 && waitpid(pid_, &status, 0) == pid_) {
-        how = WIFEXITED(status) ? fmt::format("it exited with status {}", WEXITSTATUS(status))
-                                : fmt::format("it died of signal {}", WTERMSIG(status));
-        pid_ = -1;
-      }
+      const std::string how = EndGroup(kQuitWaitMs);
+      if (!ready_)
+        throw EngineError(fmt::format("it ended without starting rerace's engine ({}): is it a "
+                                      "Python 3.8 or later? (its messages are above)",
+                                      how.empty() ? "it closed its output" : how),
+                          kExitConfig);
       throw EngineError(fmt::format("the Python process ended unexpectedly: {} (its messages are "
                                     "above)",
-                                    how));
+                                    how.empty() ? "it closed its output" : how));
     }
     buf_.append(chunk, static_cast<size_t>(n));
   }

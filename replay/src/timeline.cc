@@ -14,6 +14,7 @@
 #include <map>
 
 #include "id_bits.h"
+#include "rerace/base/output_file.h"
 #include "rerace/traces/reader.h"
 
 namespace rerace::replay {
@@ -283,8 +284,9 @@ Result<uint64_t> WriteTraceTimeline(const std::string& trace_path, const std::st
   if (!survey) return survey.error();
   auto stream = traces::TraceStream::Open(trace_path);
   if (!stream) return stream.error();
-  const std::string tmp = fmt::format("{}.tmp-{}", out_path, static_cast<long>(::getpid()));
-  std::FILE* f = std::fopen(tmp.c_str(), "wb");
+  auto place = OutputPlace::Open(out_path);
+  if (!place) return place.error();
+  std::FILE* f = std::fopen(place->write_path().c_str(), "wb");
   if (f == nullptr)
     return Error{fmt::format("{}: cannot write: {}", out_path, std::strerror(errno)), kExitIoError};
   Json j(f);
@@ -315,21 +317,11 @@ Result<uint64_t> WriteTraceTimeline(const std::string& trace_path, const std::st
   const bool flushed = std::fflush(f) == 0;
   const int err = errno;
   const bool closed = std::fclose(f) == 0;
-  if (!more) {
-    std::remove(tmp.c_str());
-    return more.error();
-  }
-  if (!wrote || !flushed || !closed) {
-    std::remove(tmp.c_str());
+  if (!more) return more.error();
+  if (!wrote || !flushed || !closed)
     return Error{fmt::format("{}: cannot write: {}", out_path, std::strerror(err != 0 ? err : EIO)),
                  kExitIoError};
-  }
-  if (std::rename(tmp.c_str(), out_path.c_str()) != 0) {
-    const int rerr = errno;
-    std::remove(tmp.c_str());
-    return Error{fmt::format("{}: cannot write (rename from {}): {}", out_path, tmp, std::strerror(rerr)),
-                 kExitIoError};
-  }
+  if (auto c = place->Commit(); !c) return c.error();
   if (read != nullptr) *read = std::move(survey->read);
   return j.written();
 }

@@ -1,6 +1,8 @@
 // sim/src/schedule.cc: the schedule's line and file forms.
 #include "rerace/sim/schedule.h"
 
+#include "rerace/base/output_file.h"
+
 #include <fmt/format.h>
 
 #include <sys/stat.h>
@@ -120,23 +122,15 @@ Result<Schedule> Schedule::Parse(std::string_view line, std::string_view where) 
 
 Result<void> Schedule::Save(const std::string& path,
                             const std::vector<std::pair<std::string, std::string>>& meta) const {
-  // Written under a temporary name and renamed: a failed write leaves no partial schedule.
-  const std::string tmp = path + ".tmp";
-  auto fail = [&](int err) {
-    std::remove(tmp.c_str());
-    return Error{fmt::format("{}: cannot write the schedule: {}", path, std::strerror(err)),
-                 kExitIoError};
-  };
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f) return fail(errno);
-    f << "# rerace schedule\n";
-    for (const auto& [k, v] : meta) f << "# " << k << ": " << v << '\n';
-    f << Encode() << '\n';
-    f.close();
-    if (!f) return fail(errno != 0 ? errno : EIO);
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) return fail(errno);
+  // Written as rerace/base/output_file.h says: a regular file under a temporary name and
+  // renamed (a failed write leaves no partial schedule), a device or FIFO in place.
+  std::string text = "# rerace schedule\n";
+  for (const auto& [k, v] : meta) text += "# " + k + ": " + v + '\n';
+  text += Encode() + '\n';
+  auto w = WriteOutput(path, text);
+  if (!w) return Error{fmt::format("{}: cannot write the schedule: {}", path,
+                                   w.error().message.substr(w.error().message.rfind(": ") + 2)),
+                       w.error().exit_code};
   return {};
 }
 

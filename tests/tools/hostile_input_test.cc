@@ -241,6 +241,112 @@ TEST(HostileInput, FailedWritesLeaveNoPartialFile) {
   std::filesystem::remove_all(dir);
 }
 
+// Outputs are written to the path, never renamed over it (issue 27): a full device made in a
+// temporary folder (c 1 7, as /dev/full) gives 74 and stays a device for every writer; a
+// symlink's target is written and the link kept; a regular file is replaced whole.
+TEST(HostileInput, OutputsAreWrittenToThePathNotRenamedOverIt) {
+  const std::string t = Sample();
+  const std::string dir = ::testing::TempDir() + "/hostile-in-place";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const std::string full = dir + "/full";
+  if (std::system(("mknod " + full + " c 1 7 2>/dev/null").c_str()) != 0)
+    GTEST_SKIP() << "mknod needs root here";
+  const std::string writers[] = {
+      "export " + t + " -o " + full,
+      "synth -o " + full,
+      "replay " + t + " --seed 3 --perfetto " + full,
+      "replay " + t + " --seed 3 --save-schedule " + full,
+      "check " + t + " --runs 3 --save-schedule " + full,
+      "fuzz " + t + " --runs 20 --junit " + full,
+  };
+  for (const std::string& cmd : writers) {
+    SCOPED_TRACE(cmd);
+    const CliRun r = RunRerace(cmd, "", "2>&1 >/dev/null");
+    ExpectOneLineError(r, 74, full + ": ");
+    EXPECT_NE(r.out.find("No space left on device"), std::string::npos) << r.out;
+    EXPECT_TRUE(std::filesystem::is_character_file(full)) << cmd << " replaced the device";
+  }
+  // A symlink: its target gets the output, the link stays a link.
+  std::ofstream(dir + "/target.json") << "old";
+  std::filesystem::create_symlink("target.json", dir + "/link.json");
+  ASSERT_EQ(RunRerace("export " + t + " -o " + dir + "/link.json").code, 0);
+  EXPECT_TRUE(std::filesystem::is_symlink(dir + "/link.json"));
+  EXPECT_GT(std::filesystem::file_size(dir + "/target.json"), 1000u);
+  // A regular file is replaced whole, with its permission bits, and no temporary is left.
+  std::filesystem::permissions(dir + "/target.json", std::filesystem::perms::owner_read |
+                                                         std::filesystem::perms::owner_write |
+                                                         std::filesystem::perms::group_read);
+  ASSERT_EQ(RunRerace("replay " + t + " --seed 3 --save-schedule " + dir + "/target.json").code, 1);
+  EXPECT_EQ(std::filesystem::status(dir + "/target.json").permissions() & std::filesystem::perms::all,
+            std::filesystem::perms::owner_read | std::filesystem::perms::owner_write |
+                std::filesystem::perms::group_read);
+  size_t entries = 0;
+  for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator(dir)) ++entries;
+  EXPECT_EQ(entries, 3u);  // full, target.json, link.json
+  std::filesystem::remove_all(dir);
+}
+
+// An output that is one of the command's inputs is refused (64) before anything is written:
+// `export copy.rrt -o copy.rrt` used to destroy the trace. Through a symlink too.
+TEST(HostileInput, OutputThatIsAnInputIsRefused) {
+  const std::string dir = ::testing::TempDir() + "/hostile-same";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const std::string copy = dir + "/copy.rrt";
+  std::filesystem::copy_file(Sample(), copy);
+  std::filesystem::create_symlink("copy.rrt", dir + "/alias.rrt");
+  const std::string patch = dir + "/p.py";
+  std::ofstream(patch) << "x = 1\n";
+  const struct {
+    std::string cmd, fragment;
+  } cases[] = {
+      {"export " + copy + " -o " + copy, "-o " + copy + ": that is the input " + copy},
+      {"export " + copy + " -o " + dir + "/alias.rrt", "that is the input " + copy},
+      {"replay " + copy + " --seed 3 --save-schedule " + copy, "--save-schedule " + copy + ": that is the input"},
+      {"replay " + copy + " --seed 3 --perfetto " + copy, "--perfetto " + copy + ": that is the input"},
+      {"check " + copy + " --runs 3 --save-schedule " + copy, "that is the input"},
+      {"fuzz " + copy + " --runs 3 --junit " + copy, "--junit " + copy + ": that is the input"},
+      {"merge " + copy + " --junit " + copy, "--junit " + copy + ": that is the input"},
+      {"replay " + copy + " --engine python --patch " + patch + " --save-schedule " + patch,
+       "that is the input " + patch},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.cmd);
+    ExpectOneLineError(RunRerace(c.cmd), 64, c.fragment);
+  }
+  std::ifstream a(Sample(), std::ios::binary), b(copy, std::ios::binary);
+  std::stringstream sa, sb;
+  sa << a.rdbuf();
+  sb << b.rdbuf();
+  EXPECT_EQ(sb.str(), sa.str()) << "the input was changed";
+  std::filesystem::remove_all(dir);
+}
+
+// Numbers are parsed the same way everywhere (digits only, in range): --bound took 0x10 and
+// ' 7', classic took -1; an empty --schedule was ignored.
+TEST(HostileInput, EveryNumberIsDigitsOnlyAndEmptyScheduleIsRefused) {
+  const std::string t = Sample();
+  const struct {
+    std::string args, fragment;
+  } cases[] = {
+      {"check " + t + " --bound 0x10", "--bound: '0x10' is not a number in digits"},
+      {"check " + t + " --bound ' 7'", "--bound: ' 7' is not a number in digits"},
+      {"check " + t + " --bound 101", "--bound: '101' is out of range"},
+      {"classic abba-deadlock --seed -1", "--seed: '-1' is not a number in digits"},
+      {"classic abba-deadlock --runs 0x2", "--runs: '0x2'"},
+      {"classic abba-deadlock --max-steps 0", "--max-steps: '0' is out of range"},
+      {"classic abba-deadlock --quantum ' 1'", "--quantum: ' 1'"},
+      {"replay " + t + " --schedule ''", "--schedule: '' names no file and no schedule"},
+      {"replay " + t + " --engine python --watchdog 0s", "--watchdog: '0s': too short"},
+      {"replay " + t + " --allow-recorded-patch", "need --engine python"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.args);
+    ExpectOneLineError(RunRerace(c.args), 64, c.fragment);
+  }
+}
+
 // Two traces with one file name in different folders: each one's saved schedules keep their
 // own names, and each printed replay line names a file saved from that trace.
 TEST(HostileInput, SaveFailuresKeepsTracesOfOneNameApart) {

@@ -27,6 +27,14 @@ std::string TempPath(const char* tag) {
   return "/tmp/rerace-fixture-" + std::to_string(getpid()) + "-" + tag + ".rrt";
 }
 
+// The recording id of the fixture written with `tag`: fixed, so that the fixtures are the same
+// bytes each time, and different per tag.
+uint64_t FixtureId(const char* tag) {
+  uint64_t id = 0x5eed0000u;
+  for (const char* c = tag; *c != '\0'; ++c) id = id * 31 + static_cast<uint8_t>(*c);
+  return id;
+}
+
 // Writes a trace through the real writer; `body` adds what it wants.
 template <typename F>
 std::vector<uint8_t> Write(const char* tag, F&& body, bool finish = true) {
@@ -37,6 +45,7 @@ std::vector<uint8_t> Write(const char* tag, F&& body, bool finish = true) {
   h.pid = 42;
   h.gpus = {{0, "GPU zero", "GPU-0", 1u << 30}};
   h.clock_pairs = {{0, 100, 200}};
+  h.recording_id = FixtureId(tag);
   auto w = TraceWriter::Create(path, h);
   if (!w) return {};
   body(**w);
@@ -180,14 +189,26 @@ std::vector<Fixture> MakeFixtures() {
   }
   {
     auto b = good;
-    PutLe32(b.data() + 8, 2);
+    PutLe32(b.data() + 8, kFormatVersion + 1);
     out.push_back({"newer-version.rrt", b,
-                   "trace format version 2; this rerace reads version 1 (upgrade rerace"});
+                   "trace format version 3; this rerace reads versions 1 to 2 (upgrade rerace"});
+  }
+  {
+    // The header of one recording with the chunks and footer of another (issue 27).
+    const std::vector<uint8_t> a = Write("splice-a", OneThreadOneLaunch);
+    const std::vector<uint8_t> b = Write("splice-b", OneThreadOneLaunch);
+    auto header_end = [](const std::vector<uint8_t>& f) {
+      return kPreambleBytes + kFrameHeaderBytes +
+             (f[16] | f[17] << 8 | f[18] << 16 | static_cast<uint32_t>(f[19]) << 24);
+    };
+    std::vector<uint8_t> spliced(a.begin(), a.begin() + static_cast<long>(header_end(a)));
+    spliced.insert(spliced.end(), b.begin() + static_cast<long>(header_end(b)), b.end());
+    out.push_back({"spliced.rrt", spliced, "the frames come from two recordings (a splice?)"});
   }
   {
     auto b = good;
     PutLe32(b.data() + 8, 0);
-    out.push_back({"older-version.rrt", b, "trace format version 0; this rerace reads version 1"});
+    out.push_back({"older-version.rrt", b, "trace format version 0; this rerace reads versions 1 to 2"});
   }
   out.push_back({"dangling-thread.rrt", Write("dangling", [](TraceWriter& w) {
                    w.AddThread(1, "only");
@@ -373,9 +394,10 @@ std::vector<Fixture> MakeFixtures() {
     auto b = HeaderOnly();
     const uint32_t n = 1900;
     std::vector<capnp::word> words;
-    words.push_back(Word(0x0007000200000000ull));
+    words.push_back(Word(0x0007000300000000ull));  // 3 data words: firstSeq, baseCpuNs, recordingId
     words.push_back(Word(0));
     words.push_back(Word(0));
+    words.push_back(Word(FixtureId("hdr")));
     words.push_back(Word((static_cast<uint64_t>(n) << 35) | (6ull << 32) | ((6ull << 2) | 1)));
     for (int i = 1; i < 7; ++i) words.push_back(Word(0));
     for (uint32_t i = 0; i < n; ++i) words.push_back(Word(0));

@@ -4,10 +4,12 @@
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
+#include <limits>
 #include <cstdio>
 #include <memory>
 
 #include "commands.h"
+#include "flags.h"
 #include "rerace/base/result.h"
 #include "rerace/sim/classic_bugs.h"
 #include "rerace/sim/schedule.h"
@@ -101,14 +103,23 @@ void RegisterClassic(CLI::App& app, CommandTable& table) {
                       " (docs/MODEL.md, Exploring)")
       ->default_val("random");
   sub->add_option("--seed", args->seed, "Seed of the first run; run i uses seed + i")
-      ->default_val(1);
-  sub->add_option("--runs", args->runs, "Runs to try before giving up")->default_val(1);
-  sub->add_option("--pct-depth", args->strategy.pct_depth, "PCT bug depth d")->default_val(3);
+      ->default_val(1)
+      ->check(flags::Count(0, std::numeric_limits<uint64_t>::max()));
+  sub->add_option("--runs", args->runs, "Runs to try before giving up")
+      ->default_val(1)
+      ->check(flags::Count(1, flags::kMaxRuns));
+  sub->add_option("--pct-depth", args->strategy.pct_depth, "PCT bug depth d")
+      ->default_val(3)
+      ->check(flags::Count(1, sim::kMaxPctDepth));
   sub->add_option("--pct-steps", args->strategy.pct_steps, "PCT expected steps k")
-      ->default_val(100);
+      ->default_val(100)
+      ->check(flags::Count(1, flags::kMaxSteps));
   sub->add_option("--quantum", args->strategy.rr_quantum, "Round-robin steps per turn")
-      ->default_val(1);
-  sub->add_option("--max-steps", args->max_steps, "Step bound of one run")->default_val(100000);
+      ->default_val(1)
+      ->check(flags::Count(1, 1'000'000));
+  sub->add_option("--max-steps", args->max_steps, "Step bound of one run")
+      ->default_val(100000)
+      ->check(flags::Count(1, flags::kMaxSteps));
   sub->add_option("--schedule", args->schedule_in, "Replay this saved schedule (ignores --seed)");
   sub->add_option("--save-schedule", args->schedule_out, "Save the failing run's schedule here");
   table.Add(sub, [args] { return RunClassic(*args); });

@@ -49,6 +49,14 @@ int main(int argc, char** argv) {
   int code = rerace::kExitInternal;
   try {
     code = table.Run();
+  } catch (const rerace::ExitError& e) {
+    if (e.exit_code() != rerace::kExitInternal) {
+      std::fprintf(stderr, "rerace: error: %s\n", e.what());
+      return e.exit_code();
+    }
+    std::fprintf(stderr, "rerace: internal error: %s (a bug in rerace: please report it with the "
+                         "command)\n", e.what());
+    return rerace::kExitInternal;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "rerace: internal error: %s (a bug in rerace: please report it with the "
                          "command)\n", e.what());

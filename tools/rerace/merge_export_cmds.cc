@@ -18,6 +18,7 @@
 #include "commands.h"
 #include "output.h"
 #include "rerace/base/result.h"
+#include "rerace/base/output_file.h"
 #include "rerace/replay/timeline.h"
 #include "rerace/traces/reader.h"
 
@@ -62,6 +63,7 @@ struct MergeArgs {
 };
 
 int RunMerge(const MergeArgs& a) {
+  if (auto same = RefuseOutputIsInput("--junit", a.junit, a.inputs); !same) return ReportError(same.error());
   // Results of the same trace and fix from several shards: runs add up, failures are kept
   // once per signature (the lowest seed wins, so the merge does not depend on input order).
   std::map<std::tuple<std::string, std::string, std::string>, FuzzTrace> merged;
@@ -180,6 +182,7 @@ struct ExportArgs {
 
 int RunExport(const ExportArgs& a) {
   // Streamed: the trace is read twice, chunk by chunk, and the text written as it is made.
+  if (auto same = RefuseOutputIsInput("-o", a.output, {a.trace}); !same) return ReportError(same.error());
   traces::Trace read;
   auto bytes = replay::WriteTraceTimeline(a.trace, a.output, &read);
   if (!bytes) return ReportError(bytes.error());

@@ -1,6 +1,8 @@
 // tools/rerace/output.cc: checked stdout and all-or-nothing files (see output.h).
 #include "output.h"
 
+#include "rerace/base/output_file.h"
+
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -23,27 +25,7 @@ int FinishStdout(int code) {
 }
 
 Result<void> WriteFileAtomically(const std::string& path, const std::string& text) {
-  const std::string tmp = fmt::format("{}.tmp-{}", path, static_cast<long>(::getpid()));
-  FILE* f = std::fopen(tmp.c_str(), "wb");
-  if (f == nullptr)
-    return Error{fmt::format("{}: cannot write: {}", path, std::strerror(errno)), kExitIoError};
-  const bool wrote = std::fwrite(text.data(), 1, text.size(), f) == text.size();
-  const bool flushed = std::fflush(f) == 0;
-  const int err = errno;
-  const bool closed = std::fclose(f) == 0;
-  if (!wrote || !flushed || !closed) {
-    std::remove(tmp.c_str());
-    return Error{fmt::format("{}: cannot write: {}", path, std::strerror(err != 0 ? err : EIO)),
-                 kExitIoError};
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    const int rerr = errno;
-    std::remove(tmp.c_str());
-    return Error{fmt::format("{}: cannot write (rename from {}): {}", path, tmp,
-                             std::strerror(rerr)),
-                 kExitIoError};
-  }
-  return {};
+  return WriteOutput(path, text);
 }
 
 std::vector<std::string> UniqueStems(const std::vector<std::string>& paths) {

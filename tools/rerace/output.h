@@ -1,5 +1,6 @@
 // tools/rerace/output.h: output that is either all there or reported: stdout checked at exit,
-// files written under a temporary name and renamed into place.
+// files written through rerace/base/output_file.h (a regular file replaced whole, a device
+// or FIFO written in place).
 //
 // NB: a write to a full device (or past RLIMIT_FSIZE) fails only when the buffer is flushed,
 // often after the command has decided its exit code; FinishStdout() is where that is noticed.
@@ -17,9 +18,9 @@ namespace rerace::tools {
 // otherwise `code`.
 int FinishStdout(int code);
 
-// Writes `text` to `path` + ".tmp-PID", then renames it to `path`: a reader of `path` sees the
-// old file or the whole new one, never a part. On failure the temporary file is removed and the
-// error (exit 74) names `path`.
+// Writes `text` to `path` as rerace/base/output_file.h says: a regular file through a temporary
+// beside it and a rename (a reader sees the old file or the whole new one), anything else (a
+// device, a FIFO, a symlink's target) in place. The error (exit 74) names `path`.
 Result<void> WriteFileAtomically(const std::string& path, const std::string& text);
 
 // File-name stems for the traces of one command, one per trace and all different: a/x.rrt and

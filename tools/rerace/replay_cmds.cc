@@ -20,6 +20,7 @@
 #include "commands.h"
 #include "flags.h"
 #include "output.h"
+#include "rerace/base/output_file.h"
 #include "rerace/base/result.h"
 #include "rerace/base/utf8.h"
 #include "rerace/replay/campaign.h"
@@ -56,6 +57,8 @@ struct Common {
   std::string python_mode = "auto";
   std::string python_version;
   std::string python_exe = "python3";
+  bool allow_recorded_patch = false;
+  std::string watchdog = "60s";
   std::string failure;  // --failure KIND
   // The options as parsed: a flag the user gave is told from a default by its count (a
   // schedule file's header fills in what was not given).
@@ -113,6 +116,15 @@ void AddCommon(CLI::App* sub, Common& c, bool with_strategy) {
                   "With --engine python: the Python that runs the tuner code (its Triton is the "
                   "one replayed)")
       ->default_val("python3");
+  sub->add_flag("--allow-recorded-patch", c.allow_recorded_patch,
+                "With --engine python and a patched recording without --patch: import the patch "
+                "module the recording names, when it is installed here (site-packages or your "
+                "PYTHONPATH; never the current directory or the standard library)");
+  sub->add_option("--watchdog", c.watchdog,
+                  "With --engine python: a run or set-up with no progress for this long ends as a "
+                  "hang naming where each Python thread is (90s, 10m, 1h; at least 1 s)")
+      ->default_val("60s")
+      ->check(flags::Duration());
   c.reps_opt = sub->add_option("--reps", c.reps,
                   "do_bench repetitions executed per config (0: as recorded); fewer steps, same "
                   "failures")
@@ -175,8 +187,8 @@ Result<Loaded> Load(const std::string& path, const Common& c, bool refuse_trunca
   const bool python = c.engine == "python";
   auto fix = python ? Result<Fix>(Fix{}) : ParseFix(c.fix);
   if (!fix) return fix.error();
-  if (!python && (!c.patches.empty() || c.python_exe != "python3"))
-    return Error{"--patch and --python-exe need --engine python", kExitUsage};
+  if (!python && (!c.patches.empty() || c.python_exe != "python3" || c.allow_recorded_patch))
+    return Error{"--patch, --python-exe and --allow-recorded-patch need --engine python", kExitUsage};
   if (python && !c.python_version.empty())
     return Error{"--python-version is for --engine model (the python engine runs the version of "
                  "--python-exe)",
@@ -209,14 +221,19 @@ Result<Loaded> Load(const std::string& path, const Common& c, bool refuse_trunca
   if (!python && !patched.empty() && c.fix == "none")
     return Error{fmt::format("{}: the recorded program was patched ({}): the C++ model would check "
                              "stock Triton, which never ran; check the real code with --engine "
-                             "python (it loads the recorded patch when it can be imported, or "
-                             "give it with --patch FILE), or say which fix it stands for with --fix",
+                             "python (give the patch with --patch FILE; rerace's own fixes load by "
+                             "themselves, an installed module with --allow-recorded-patch), or say "
+                             "which fix it stands for with --fix",
                              path, fmt::join(patched, "; ")),
                  kExitUsage};
   if (python) {
     l.options.engine = "python";
     l.options.python_mode = c.python_mode;
     l.options.python_exe = c.python_exe;
+    l.options.allow_recorded_patch = c.allow_recorded_patch;
+    auto watchdog = flags::ParseDuration(c.watchdog);
+    if (!watchdog) return Error{"--watchdog: " + watchdog.error().message, kExitUsage};
+    l.options.watchdog_ms = static_cast<uint32_t>(std::min(*watchdog * 1000, 86'400'000.0));
     for (const std::string& p : c.patches)
       l.options.patches.push_back(std::filesystem::absolute(p).string());
     if (auto u = UsePythonFix(c.fix, l.options); !u) return u.error();
@@ -272,6 +289,7 @@ std::string Flags(const std::string& trace, const Common& c) {
   if (c.python_mode != "auto") f += " --python " + c.python_mode;
   if (!c.python_version.empty()) f += " --python-version " + c.python_version;
   if (c.python_exe != "python3") f += " --python-exe '" + c.python_exe + "'";
+  if (c.allow_recorded_patch) f += " --allow-recorded-patch";
   if (c.max_steps != kDefaultMaxSteps) f += fmt::format(" --max-steps {}", c.max_steps);
   if (!c.failure.empty()) f += " --failure '" + c.failure + "'";
   return f;
@@ -282,6 +300,16 @@ std::string SeedHint(const std::string& trace, const Common& c, uint64_t seed) {
   std::string f = Flags(trace, c) + " --strategy " + c.strategy.name;
   if (c.strategy.pct_depth != 2) f += fmt::format(" --pct-depth {}", c.strategy.pct_depth);
   return f + fmt::format(" --seed {}", seed);
+}
+
+// Refuses an output (flag, path) that names one of the command's inputs (the traces, the
+// schedule file, the patches): writing it would destroy what the command reads.
+Result<void> RefuseOutputsAreInputs(const std::vector<std::pair<std::string, std::string>>& outputs,
+                                    std::vector<std::string> inputs, const Common& c) {
+  inputs.insert(inputs.end(), c.patches.begin(), c.patches.end());
+  for (const auto& [flag, path] : outputs)
+    if (auto r = RefuseOutputIsInput(flag, path, inputs); !r) return r;
+  return {};
 }
 
 // `seed`: only for a schedule a seeded strategy made (none for DPOR, the recorded order or a
@@ -397,10 +425,17 @@ struct ReplayArgs {
   bool seed_given = false;
   std::string schedule;
   bool recorded = false;
+  bool schedule_given = false;
   std::string save;
 };
 
 int RunReplay(const ReplayArgs& a) {
+  if (a.schedule_given && a.schedule.empty())
+    return ReportError(Error{"--schedule: '' names no file and no schedule", kExitUsage});
+  if (auto same = RefuseOutputsAreInputs({{"--perfetto", a.perfetto}, {"--save-schedule", a.save}},
+                                         {a.trace, a.schedule}, a.c);
+      !same)
+    return ReportError(same.error());
   Common c = a.c;
   // --schedule takes a file, or the schedule line itself ("rs1:...", as check prints it).
   const bool inline_schedule = a.schedule.rfind(std::string(sim::kScheduleFormat) + ":", 0) == 0;
@@ -646,6 +681,8 @@ std::string FuzzJunit(const std::vector<FuzzTrace>& all) {
 namespace {
 
 int RunFuzz(const FuzzArgs& a) {
+  if (auto same = RefuseOutputsAreInputs({{"--junit", a.junit}}, a.traces, a.c); !same)
+    return ReportError(same.error());
   auto seconds = a.time.empty() ? Result<double>(0.0) : flags::ParseDuration(a.time);
   if (!seconds) return ReportError(seconds.error());
   auto shard = ParseShard(a.shard);
@@ -808,6 +845,10 @@ struct CheckArgs {
 };
 
 int RunCheck(const CheckArgs& a) {
+  if (auto same = RefuseOutputsAreInputs({{"--perfetto", a.perfetto}, {"--save-schedule", a.save}},
+                                         {a.trace}, a.c);
+      !same)
+    return ReportError(same.error());
   auto l = Load(a.trace, a.c, !a.allow_truncated);
   if (!l) return ReportError(l.error());
   if (l->options.engine == "python") {
@@ -1002,7 +1043,10 @@ void RegisterReplayCommands(CLI::App& app, CommandTable& table) {
   r->add_option("--perfetto", ra->perfetto,
                 "Write the run as a timeline for ui.perfetto.dev / chrome://tracing (1 us = 1 step)");
   AddCommon(r, ra->c, true);
-  table.Add(r, [ra] { return RunReplay(*ra); });
+  table.Add(r, [ra, sched] {
+    ra->schedule_given = sched->count() > 0;
+    return RunReplay(*ra);
+  });
 
   auto fa = std::make_shared<FuzzArgs>();
   CLI::App* f = app.add_subcommand(
@@ -1055,7 +1099,7 @@ void RegisterReplayCommands(CLI::App& app, CommandTable& table) {
                 "(source sets, sleep sets) distinguishes; without it, DPOR at bound 1 (at most "
                 "20000 runs) and then --runs sampled schedules. --bound 0 never preempts: it cannot reach "
                 "a race and gives no verdict")
-      ->check(CLI::Range(0, 100));
+      ->check(flags::Count(0, 100));
   c->add_flag("--allow-truncated", ca->allow_truncated,
               "Check a truncated trace (no footer, or cut short): the verdict then covers only the "
               "events recorded before the cut");

@@ -34,6 +34,8 @@ struct Header {
   gpus @8 :List(Gpu);              # each index must be unique
   tunerClasses @9 :List(Text);     # e.g. "triton.runtime.autotuner.Autotuner"
   startCpuNs @10 :UInt64;          # the recorder's CPU clock (CLOCK_MONOTONIC) at start
+  recordingId @11 :UInt64;         # from version 2: must not be 0; each chunk and the footer
+                                   # must carry the same (frames of one recording, no splice)
 }
 
 struct ClockPair {
@@ -78,6 +80,7 @@ struct Chunk {
   threads @4 :List(Thread);         # new threads and renames, before any event that uses them
   events @5 :List(Event);           # in recorded order; event i has sequence firstSeq + i
   tuners @6 :List(TunerEvent);      # tuner transitions, referenced by events in order
+  recordingId @7 :UInt64;           # from version 2: must equal Header.recordingId
 }
 
 enum SyncKind {
@@ -212,4 +215,5 @@ struct Footer {
   problems @5 :UInt64;           # callback problems counted instead of thrown
   complete @6 :Bool;             # false: the recorder knew the run was cut short
   endClockPairs @7 :List(ClockPair);
+  recordingId @8 :UInt64;        # from version 2: must equal Header.recordingId
 }

@@ -345,11 +345,13 @@ class Parser {
                             size_, kPreambleBytes)};
     }
     const uint32_t version = GetLe32(pre + 8);
-    if (version != kFormatVersion) {
-      throw Bad{fmt::format("byte 8: trace format version {}; this rerace reads version {} "
+    if (version < kOldestFormatVersion || version > kFormatVersion) {
+      throw Bad{fmt::format("byte 8: trace format version {}; this rerace reads versions {} to {} "
                             "({} rerace to read it)",
-                            version, kFormatVersion, version > kFormatVersion ? "upgrade" : "use an older")};
+                            version, kOldestFormatVersion, kFormatVersion,
+                            version > kFormatVersion ? "upgrade" : "use an older")};
     }
+    version_ = version;
     if (GetLe32(pre + 12) != 0) throw Bad{"byte 12: reserved preamble word is not 0"};
     pos_ = kPreambleBytes;
   }
@@ -440,9 +442,12 @@ class Parser {
   void ReadHeader(s::Header::Reader h, const Frame&) {
     Header& out = trace_.header;
     out.format_version = h.getFormatVersion();
-    if (out.format_version != kFormatVersion)
+    if (out.format_version != version_)
       Fail(fmt::format("header says format version {}, the preamble {}", out.format_version,
-                       kFormatVersion));
+                       version_));
+    out.recording_id = h.getRecordingId();
+    if (version_ >= 2 && out.recording_id == 0)
+      Fail("recording id 0; expected the recording's non-zero identifier (format 2)");
     out.recorder_version = Text(h.getRecorderVersion());
     out.host = Text(h.getHost());
     out.pid = h.getPid();
@@ -461,7 +466,21 @@ class Parser {
     for (auto t : h.getTunerClasses()) out.tuner_classes.push_back(Text(t));
   }
 
+  // From format 2 every chunk and the footer name the header's recording: frames of two
+  // recordings put together (a splice) are refused.
+  void SameRecording(uint64_t id) {
+    if (version_ >= 2 && id != trace_.header.recording_id)
+      Fail(fmt::format("recording id {:016x}, the header's {:016x}: the frames come from two "
+                       "recordings (a splice?)",
+                       id, trace_.header.recording_id));
+  }
+
   void ReadChunk(s::Chunk::Reader c) {
+    ReadChunkBody(c);
+    SameRecording(c.getRecordingId());  // last: a chunk's own corruption is said first
+  }
+
+  void ReadChunkBody(s::Chunk::Reader c) {
     if (c.getFirstSeq() != event_count_)
       Fail(fmt::format("first sequence number {}; expected {} (the events before it)",
                        c.getFirstSeq(), event_count_));
@@ -704,6 +723,11 @@ class Parser {
   }
 
   void ReadFooter(s::Footer::Reader f) {
+    ReadFooterBody(f);
+    SameRecording(f.getRecordingId());  // last: the footer's own miscounts are said first
+  }
+
+  void ReadFooterBody(s::Footer::Reader f) {
     Footer& out = trace_.footer;
     trace_.has_footer = true;
     out.event_count = f.getEventCount();
@@ -739,6 +763,7 @@ class Parser {
   std::vector<Event>* events_out_ = nullptr;
   std::vector<TunerEvent>* tuners_out_ = nullptr;
   uint64_t event_count_ = 0;
+  uint32_t version_ = kFormatVersion;  // the preamble's
   uint64_t streamed_ = 0;       // bytes the last streamed chunk built, released at Next
   uint64_t kept_in_chunk_ = 0;  // of a chunk's charges, what is kept (correlation pages)
   bool done_ = false;

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <functional>
 
+#include "rerace/base/output_file.h"
 #include "rerace/traces/writer.h"
 
 namespace rerace::traces {
@@ -107,26 +108,21 @@ namespace {
 Result<void> WriteScenario(const Scenario& s, const std::string& path);
 }  // namespace
 
-// Written under a temporary name and renamed: a failed write leaves no partial trace behind.
+// Written as rerace/base/output_file.h says: a regular file under a temporary name and renamed
+// (a failed write leaves no partial trace behind), a device or FIFO in place.
 Result<void> Synthesize(const Scenario& s, const std::string& path) {
   if (auto v = ValidateScenario(s); !v) return v;
-  const std::string tmp = fmt::format("{}.tmp-{}", path, static_cast<long>(::getpid()));
+  auto place = OutputPlace::Open(path);
+  if (!place) return place.error();
+  const std::string& tmp = place->write_path();
   auto named = [&](Error e) {
-    for (size_t at; (at = e.message.find(tmp)) != std::string::npos;)
-      e.message.replace(at, tmp.size(), path);
+    if (tmp != path)
+      for (size_t at; (at = e.message.find(tmp)) != std::string::npos;)
+        e.message.replace(at, tmp.size(), path);
     return e;
   };
-  if (auto r = WriteScenario(s, tmp); !r) {
-    std::remove(tmp.c_str());
-    return named(r.error());
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    const int err = errno;
-    std::remove(tmp.c_str());
-    return Error{fmt::format("{}: cannot write the trace: {}", path, std::strerror(err)),
-                 kExitIoError};
-  }
-  return {};
+  if (auto r = WriteScenario(s, tmp); !r) return named(r.error());
+  return place->Commit();
 }
 
 namespace {
@@ -136,6 +132,11 @@ Result<void> WriteScenario(const Scenario& s, const std::string& path) {
   h.host = "synthetic";
   h.pid = 1;
   h.command_line = SynthCommand(s);
+  // The same scenario, the same bytes: the recording id is a hash of the command (FNV-1a).
+  h.recording_id = 1469598103934665603ull;
+  for (const std::string& arg : h.command_line)
+    for (const char ch : arg) h.recording_id = (h.recording_id ^ static_cast<uint8_t>(ch)) * 1099511628211ull;
+  h.recording_id |= 1;
   h.start_cpu_ns = 1'000'000'000;
   for (uint32_t g = 0; g < s.gpus; ++g) {
     h.gpus.push_back({g, "Synthetic GPU", fmt::format("GPU-synthetic-{}", g), 80ull << 30});

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 
 #include "rerace/traces/format.h"
@@ -53,13 +54,33 @@ TraceWriter::~TraceWriter() {
   if (fd_ >= 0) close(fd_);
 }
 
+namespace {
+
+// A recording identifier: random (getrandom through /dev/urandom), never 0.
+uint64_t NewRecordingId() {
+  uint64_t id = 0;
+  const int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+  if (fd >= 0) {
+    if (read(fd, &id, sizeof id) != static_cast<ssize_t>(sizeof id)) id = 0;
+    close(fd);
+  }
+  if (id == 0)
+    id = static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()) ^
+         (static_cast<uint64_t>(getpid()) << 40);
+  return id == 0 ? 1 : id;
+}
+
+}  // namespace
+
 Result<std::unique_ptr<TraceWriter>> TraceWriter::Create(const std::string& path, Header header) {
+  if (header.recording_id == 0) header.recording_id = NewRecordingId();
   const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) {
     return Error{fmt::format("{}: cannot create the trace: {}", path, std::strerror(errno)),
                  kExitIoError};
   }
   std::unique_ptr<TraceWriter> w(new TraceWriter(fd, path));
+  w->recording_id_ = header.recording_id;
   uint8_t preamble[kPreambleBytes] = {};
   std::memcpy(preamble, kMagic.data(), kMagic.size());
   PutLe32(preamble + 8, kFormatVersion);
@@ -76,6 +97,7 @@ Result<std::unique_ptr<TraceWriter>> TraceWriter::Create(const std::string& path
                header.command_line);
   h.setStartTimeUnixNs(header.start_time_unix_ns);
   h.setStartCpuNs(header.start_cpu_ns);
+  h.setRecordingId(header.recording_id);
   FillClockPairs(h.initClockPairs(static_cast<unsigned>(header.clock_pairs.size())),
                  header.clock_pairs);
   auto gpus = h.initGpus(static_cast<unsigned>(header.gpus.size()));
@@ -212,6 +234,7 @@ Result<void> TraceWriter::Flush() {
     return {};
   capnp::MallocMessageBuilder msg;
   auto c = msg.initRoot<s::Chunk>();
+  c.setRecordingId(recording_id_);
   c.setFirstSeq(next_seq_ - events_.size());
   c.setBaseCpuNs(base_cpu_ns_);
   FillTextList(c.initStrings(static_cast<unsigned>(new_strings_.size())), new_strings_);
@@ -333,6 +356,7 @@ Result<void> TraceWriter::Finish(Footer footer) {
   finished_ = true;
   capnp::MallocMessageBuilder msg;
   auto f = msg.initRoot<s::Footer>();
+  f.setRecordingId(recording_id_);
   f.setEventCount(counts_.event_count);
   f.setLaunchCount(counts_.launch_count);
   f.setActivityCount(counts_.activity_count);

@@ -77,6 +77,19 @@ class ThreadState:
                     sys.settrace(t)
 
 
+_TOKEN = [""]
+
+
+def set_token(token):
+    """The session token every line to the C++ side starts with (serve.py's framing)."""
+    _TOKEN[0] = str(token)
+
+
+def frame(line):
+    """`line` as sent: the session token, a space, the line, a newline."""
+    return "%s %s\n" % (_TOKEN[0], line) if _TOKEN[0] else line + "\n"
+
+
 def _clean(text):
     return str(text).replace("\t", " ").replace("\n", " ")
 
@@ -97,7 +110,7 @@ class Run:
 
     # ---- channel ----
     def send(self, *fields):
-        line = "\t".join(_clean(f) for f in fields) + "\n"
+        line = frame("\t".join(_clean(f) for f in fields))
         if _DEBUG:
             os.write(2, ("py> [%s] %s" % (threading.current_thread().name, line)).encode())
         data = line.encode("utf-8", "backslashreplace")

@@ -11,23 +11,31 @@ calls), the patches, the mode. This process then
 4. builds one tuner per recorded tuner object (tuners.py), never run,
 
 and answers ``ready <json>`` (versions, the switch rules, what was replaced and patched), or
-``error <message>`` and exits 2. Then, for each ``run`` line, it forks: the child replays the
-program once under the controller's commands (control.py) from the pristine state, so runs are
+``error <kind> <message>`` and exits 2 (kind: ``env``, no usable Triton; ``data``, a patch
+that does not compile or raises, a tuner the engine cannot build; ``nofile``, a patch that is
+not a file; ``usage``, a patched recording without its patch; ``internal``, a bug). Then, for
+each ``run`` line, it forks: the child replays the program once under the controller's commands (control.py) from the pristine state, so runs are
 independent and patch state (a module-level lock or dict) starts fresh each time; the parent
 waits and answers ``done <status>``. ``quit`` (or the end of input) ends it.
 
 Anything the program or Triton prints goes to standard error: the protocol has its own copies of
-the descriptors.
+the descriptors. Framing: every line this side writes starts with the session token the C++ side
+sent in the configuration (``control.frame``), so that a patch's stray write to the channel is a
+protocol error on the C++ side, never a message. A watchdog there ends a run that makes no
+progress; it signals SIGUSR1 first, and faulthandler writes every thread's stack to descriptor 3
+(the hang report names where each thread is).
 """
 
+import faulthandler
 import importlib.util
 import json
 import os
+import signal
 import sys
 import threading
 import traceback
 
-from . import control, fakes, sync, tuners
+from . import control, fakes, sync, trust, tuners
 
 _FIELD_WORDS = {
     "in-param-not-in-cache": "In-parameter {name} is not in the cache: {who}",
@@ -36,7 +44,7 @@ _FIELD_WORDS = {
 
 
 def _send(wfd, *fields):
-    data = ("\t".join(str(f).replace("\t", " ").replace("\n", " ") for f in fields) + "\n")
+    data = control.frame("\t".join(str(f).replace("\t", " ").replace("\n", " ") for f in fields))
     data = data.encode("utf-8", "backslashreplace")
     while data:
         n = os.write(wfd, data)
@@ -108,6 +116,7 @@ class Setup:
 
     def start(self):
         self.cfg["patches"] = [os.path.realpath(p) for p in self.cfg.get("patches", [])]
+        self.folders = trust.roots(self.cfg.get("user_pythonpath"))
         patches = set(self.cfg["patches"])
         fixes_dir = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixes") + os.sep
         real = {}
@@ -127,7 +136,7 @@ class Setup:
             from triton.runtime import autotuner
         except Exception as e:  # noqa: BLE001 - any failure to import is the user's to see
             raise SetupError("cannot import triton with %s: %s: %s" % (
-                sys.executable, type(e).__name__, e))
+                sys.executable, type(e).__name__, e), kind="env")
         self.triton = triton
         self.autotuner = autotuner
         self.info["triton"] = getattr(triton, "__version__", "?")
@@ -173,23 +182,33 @@ class Setup:
         return out
 
     def _load_recorded_patches(self, before):
-        """A recording of a patched program, replayed without --patch: import the module that
-        the recording says the patch came from, or refuse (never replay stock code for it)."""
+        """A recording of a patched program, replayed without --patch: refuse, naming the module
+        the recording says the patch came from (never replay stock code for it, never import a
+        name the trace chose). rerace's own shipped fixes are imported; an installed module
+        (trust.check) only with --allow-recorded-patch."""
         import importlib
+        allow = bool(self.cfg.get("allow_recorded_patch"))
         for what, mod, qualname, where in self._recorded_patches():
             if any(p["file"] == mod for p in self.info["patches"]):
                 continue
+            said = "the recorded program was patched: %s was %s.%s (%s)" % (what, mod, qualname, where)
             if mod == "__main__" or mod.startswith("rerace_patch_"):
+                raise SetupError("%s, defined in its main script; give that patch with --patch FILE"
+                                 % said, kind="usage")
+            path, why = trust.check(mod, self.folders)
+            if why:
+                raise SetupError("%s; module %s is not imported: %s; give the patch with --patch FILE"
+                                 % (said, mod, why), kind="usage")
+            if not allow and not mod.startswith("rerace_real.fixes."):
                 raise SetupError(
-                    "the recorded program was patched: %s was %s.%s (%s), defined in its main "
-                    "script; give that patch with --patch FILE" % (what, mod, qualname, where))
+                    "%s; give that patch with --patch FILE, or pass --allow-recorded-patch to "
+                    "import the installed module %s (%s)" % (said, mod, path), kind="usage")
             try:
                 m = importlib.import_module(mod)
             except Exception as e:  # noqa: BLE001
                 raise SetupError(
-                    "the recorded program was patched: %s was %s.%s (%s), and module %s cannot "
-                    "be imported here (%s: %s); give the patch with --patch FILE" % (
-                        what, mod, qualname, where, mod, type(e).__name__, e))
+                    "%s, and module %s cannot be imported here (%s: %s); give the patch with "
+                    "--patch FILE" % (said, mod, type(e).__name__, e), kind="data")
             after = _class_attrs(self.autotuner.Autotuner)
             changed = sorted(n for n in set(before) | set(after) if before.get(n) is not after.get(n))
             self.info["patches"].append({
@@ -199,20 +218,25 @@ class Setup:
             before = after
 
     def _import_patch(self, i, path, before):
+        if not os.path.exists(path):
+            raise SetupError("patch %s: no such file" % path, kind="nofile")
         if not os.path.isfile(path):
-            raise SetupError("patch %s: no such file" % path)
+            raise SetupError("patch %s: not a regular file" % path, kind="nofile")
         name = "rerace_patch_%d_%s" % (i, os.path.splitext(os.path.basename(path))[0])
         spec = importlib.util.spec_from_file_location(name, path)
         if spec is None or spec.loader is None:
-            raise SetupError("patch %s: not a Python file" % path)
+            raise SetupError("patch %s: not a Python file" % path, kind="data")
         mod = importlib.util.module_from_spec(spec)
         sys.modules[name] = mod
         try:
             spec.loader.exec_module(mod)
-        except Exception as e:  # noqa: BLE001
-            tb = traceback.extract_tb(e.__traceback__)
-            at = "%s:%d" % (tb[-1].filename, tb[-1].lineno) if tb else path
-            raise SetupError("patch %s raised %s: %s (at %s)" % (path, type(e).__name__, e, at))
+        except SyntaxError as e:
+            at = "%s:%s" % (e.filename or path, e.lineno or "?")
+            raise SetupError("patch %s does not compile: %s: %s (at %s)" % (
+                path, type(e).__name__, e.msg, at), kind="data")
+        except BaseException as e:  # noqa: BLE001 - SystemExit too: the patch's, reported
+            raise SetupError("patch %s raised %s: %s (at %s)" % (
+                path, type(e).__name__, e, _patch_frame(e, path)), kind="data")
         after = _class_attrs(self.autotuner.Autotuner)
         changed = sorted(n for n in set(before) | set(after) if before.get(n) is not after.get(n))
         return {"file": path, "changed": ["Autotuner.%s -> %s" % (n, _describe(after[n]))
@@ -230,9 +254,10 @@ class Setup:
             if cls not in ("", "triton.runtime.autotuner.Autotuner"):
                 raise SetupError(
                     "tuner class %s: the python engine builds triton.runtime.autotuner.Autotuner "
-                    "tuners from a recording; %s is not one (use --engine model)" % (cls, cls))
+                    "tuners from a recording; %s is not one (use --engine model)" % (cls, cls),
+                    kind="data")
             meta = (self.program.get("tuner_meta") or {}).get(str(tid))
-            tuner, why = tuners.imported_kernel(meta, self.autotuner.Autotuner)
+            tuner, why = tuners.imported_kernel(meta, self.autotuner.Autotuner, self.folders)
             keys = None
             if tuner is not None:
                 config_names = set()
@@ -262,7 +287,35 @@ class Setup:
 
 
 class SetupError(Exception):
-    pass
+    """A set-up problem for the user: `kind` says whose (see the module's docstring)."""
+
+    def __init__(self, message, kind="internal"):
+        super().__init__(message)
+        self.kind = kind
+
+
+def _patch_frame(e, path):
+    """Where a patch's import failed: the innermost frame in real source (not importlib's
+    frozen bootstrap, not rerace's own), else the patch file."""
+    for fr in reversed(traceback.extract_tb(e.__traceback__)):
+        if fr.filename.startswith("<frozen") or control.is_ours(fr.filename):
+            continue
+        return "%s:%d" % (fr.filename, fr.lineno)
+    return path
+
+
+def _watchdog_dump(on):
+    """SIGUSR1 (the C++ watchdog) writes every thread's stack to the dump descriptor."""
+    if _DUMP[0] is None:
+        return
+    if on:
+        faulthandler.register(signal.SIGUSR1, file=_DUMP[0], all_threads=True)
+    else:
+        faulthandler.unregister(signal.SIGUSR1)
+        signal.signal(signal.SIGUSR1, signal.SIG_IGN)
+
+
+_DUMP = [None]
 
 
 def _classify(e, ts, run):
@@ -413,6 +466,7 @@ def _prewarm(setup, run, tracer):
 
 
 def _child(setup, rfd, wfd, leftover=b""):
+    _watchdog_dump(True)
     if control._DEBUG:
         import faulthandler
         faulthandler.dump_traceback_later(4, exit=True)
@@ -446,28 +500,36 @@ def main():
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)
     os.dup2(2, 1)
+    try:
+        _DUMP[0] = os.fdopen(os.dup(3), "w")
+        os.close(3)
+    except OSError:  # started by hand: no watchdog descriptor
+        _DUMP[0] = None
+    _watchdog_dump(True)
     state = {"buf": b""}
     line = _readline(rfd, state)
     if line is None:
         return 2
     try:
         cfg = json.loads(line)
+        control.set_token(cfg.get("token", ""))
         setup = Setup(cfg)
         setup.start()
     except SetupError as e:
-        _send(wfd, "error", str(e))
+        _send(wfd, "error", e.kind, str(e))
         return 2
     except Exception as e:  # noqa: BLE001
-        _send(wfd, "error", "python engine set-up failed: %s: %s" % (type(e).__name__, e))
+        _send(wfd, "error", "internal", "python engine set-up failed: %s: %s" % (type(e).__name__, e))
         traceback.print_exc()
         return 2
     _send(wfd, "ready", json.dumps(setup.info, sort_keys=True))
+    _watchdog_dump(False)  # the parent waits on its child: the child's stacks say where it hangs
     while True:
         line = _readline(rfd, state)
         if line is None or line == "quit":
             return 0
         if line != "run":
-            _send(wfd, "error", "unknown command %r" % line)
+            _send(wfd, "error", "internal", "unknown command %r" % line)
             return 2
         sys.stdout.flush()
         sys.stderr.flush()

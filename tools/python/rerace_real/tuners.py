@@ -262,14 +262,21 @@ def key_values(keys, arg_names, recorded_key):
     return dict(zip(names, parsed))
 
 
-def imported_kernel(meta, autotuner_cls):
-    """The kernel's real tuner object, when the recording names an importable one, else None
-    and why not."""
+def imported_kernel(meta, autotuner_cls, folders):
+    """The kernel's real tuner object, when the recording names a module installed here
+    (trust.check: in site-packages or the user's PYTHONPATH, never the current directory or the
+    standard library), else None and why not."""
     import importlib
+    from . import trust
     k = (meta or {}).get("kernel") or {}
     mod, qualname = k.get("module"), k.get("qualname") or ""
     if not mod or mod == "__main__" or "<locals>" in qualname or not qualname:
         return None, "defined in a script or a function, not importable"
+    if not isinstance(qualname, str) or not all(p.isidentifier() for p in qualname.split(".")):
+        return None, "%r is not a qualified name" % (qualname,)
+    _, why = trust.check(mod, folders)
+    if why:
+        return None, "module %s: %s" % (mod, why)
     try:
         obj = importlib.import_module(mod)
         for part in qualname.split("."):

@@ -307,7 +307,8 @@ class WhereTunersComeFromTest(unittest.TestCase):
                     configs=["BLOCK: 1, num_warps: 4, num_ctas: 1, num_stages: 3, maxnreg: None"],
                     arg_names=["x_ptr", "y_ptr", "N", "BLOCK"], bench_ns=[5], bench_reps=[1])
         meta = {"kernel": {"module": "rr_test_kernels", "qualname": "kern"}, "keys": ["N"]}
-        cfg = {"program": {"threads": [], "calls": [call], "tuner_meta": {"7": meta}}, "patches": []}
+        cfg = {"program": {"threads": [], "calls": [call], "tuner_meta": {"7": meta}}, "patches": [],
+               "user_pythonpath": [d]}
         script = ("import json, sys\nfrom rerace_real import serve\n"
                   "s = serve.Setup(json.loads(sys.argv[1]))\ns.start()\n"
                   "import rr_test_kernels\nt = s.tuners[7][0]\n"
@@ -323,6 +324,35 @@ class WhereTunersComeFromTest(unittest.TestCase):
         self.assertEqual(got["configs"], 2)          # the module's configs, not the recording's
         self.assertEqual(got["positional"], ["x_ptr", "y_ptr", "N"])
         self.assertEqual(got["tuners"], ["kern: imported rr_test_kernels.kern"])
+
+    def test_recorded_names_resolve_only_to_installed_places(self):
+        """trust.check: a name from a recording is importable only from site-packages or the
+        user's PYTHONPATH; never the standard library, a built-in, or a folder not named."""
+        import tempfile
+        from rerace_real import trust
+        d = tempfile.mkdtemp()
+        with open(os.path.join(d, "rr_trust_mod.py"), "w") as f:
+            f.write("raise SystemExit('imported')\n")
+        sys.path.insert(0, d)  # findable, but not a folder the user named
+        try:
+            folders = trust.roots([])
+            path, why = trust.check("rr_trust_mod", folders)
+            self.assertIsNone(path)
+            self.assertIn("outside the installed packages", why)
+            path, why = trust.check("rr_trust_mod", trust.roots([d]))
+            self.assertEqual(path, os.path.join(d, "rr_trust_mod.py"))
+            self.assertEqual(why, "")
+        finally:
+            sys.path.remove(d)
+        for name in ("os", "this", "antigravity", "sys", "json.decoder"):
+            path, why = trust.check(name, folders)
+            self.assertIsNone(path, name)
+            self.assertIn("standard library", why)
+        for name in ("", "a..b", "os; import x", "../x", 7):
+            self.assertIsNone(trust.check(name, folders)[0], name)
+        self.assertEqual(trust.check("triton", folders)[1], "")  # installed: site-packages
+        self.assertTrue(trust.check("rerace_real.fixes.lock_run", folders)[0].endswith("lock_run.py"))
+        self.assertIsNone(trust.check("rerace_real.serve", folders)[0])
 
     def test_key_values_come_from_the_recorded_key(self):
         self.assertEqual(tuners.key_values(["N"], ["x", "N"], "(1024, 'torch.float32')"), {"N": 1024})

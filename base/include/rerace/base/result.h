@@ -14,6 +14,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <variant>
@@ -29,8 +30,10 @@ enum ExitCode : int {
   kExitUsage = 64,      // wrong flags or arguments
   kExitDataError = 65,  // bad input data: a corrupt trace, a bad schedule file
   kExitNoInput = 66,    // an input file does not exist or cannot be opened
-  kExitInternal = 70,   // a bug in rerace
+  kExitUnavailable = 69,  // the environment lacks what is needed (no Triton for --python-exe)
+  kExitInternal = 70,   // a bug in rerace, and nothing else
   kExitIoError = 74,    // an output file cannot be written
+  kExitConfig = 78,     // a configuration error (--python-exe is not a Python that runs)
 };
 
 struct Error {
@@ -76,6 +79,19 @@ class [[nodiscard]] Result<void> {
  private:
   Error error_;
   bool ok_ = true;
+};
+
+// An error found deep inside a run, where no Result can carry it (a fiber, a callback), with
+// the exit code the command ends with; the command line reports it as it reports an Error
+// (kExitInternal: as a bug in rerace).
+class ExitError : public std::runtime_error {
+ public:
+  explicit ExitError(const std::string& message, int exit_code = kExitInternal)
+      : std::runtime_error(message), exit_code_(exit_code) {}
+  int exit_code() const { return exit_code_; }
+
+ private:
+  int exit_code_;
 };
 
 // An always-on assertion for broken invariants (a bug in rerace, never a user error): prints

@@ -69,6 +69,12 @@ struct ReplayOptions {
   std::string python_mode = "auto";
   std::string python_version;
   std::string python_exe = "python3";
+  // python: import the patch module a patched recording names when it is installed here
+  // (site-packages or the user's PYTHONPATH); without it such a recording needs --patch.
+  bool allow_recorded_patch = false;
+  // python: a run (or the set-up) that makes no progress for this long ends as a hang naming
+  // where each Python thread is (--watchdog).
+  uint32_t watchdog_ms = 60'000;
   // --failure KIND: only a finding with this code makes a run count as failing for check's
   // verdict and fuzz's findings (empty: any finding). Does not change a run.
   std::string target;

@@ -11,7 +11,10 @@
 
 namespace rerace::traces {
 
-inline constexpr uint32_t kFormatVersion = 1;
+// 2: the recording identifier in the header, every chunk and the footer (a header of one
+//    recording with the chunks of another is refused). 1: without it; still read.
+inline constexpr uint32_t kFormatVersion = 2;
+inline constexpr uint32_t kOldestFormatVersion = 1;  // the oldest version this reader reads
 inline constexpr std::string_view kMagic = "RRTRACE\n";  // 8 bytes
 inline constexpr size_t kPreambleBytes = 16;             // magic, version, reserved
 inline constexpr size_t kFrameHeaderBytes = 12;          // length, kind, 3 zero, crc32c

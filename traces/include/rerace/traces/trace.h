@@ -49,6 +49,9 @@ struct Header {
   std::vector<ClockPair> clock_pairs;
   std::vector<Gpu> gpus;
   std::vector<std::string> tuner_classes;
+  // Ties the header, chunks and footer of one recording together (format 2; 0 in a version 1
+  // trace). The writer draws one at random when it is 0.
+  uint64_t recording_id = 0;
   bool operator==(const Header&) const = default;
 };
 

@@ -32,7 +32,8 @@ namespace rerace::traces {
 
 class TraceWriter {
  public:
-  // Creates (truncates) `path` and writes the preamble and the header frame.
+  // Creates (truncates) `path` and writes the preamble and the header frame. A header whose
+  // recording_id is 0 gets a random one.
   static Result<std::unique_ptr<TraceWriter>> Create(const std::string& path, Header header);
   ~TraceWriter();
   TraceWriter(const TraceWriter&) = delete;
@@ -72,6 +73,7 @@ class TraceWriter {
 
   int fd_;
   std::string path_;
+  uint64_t recording_id_ = 0;  // the header's, written in every chunk and the footer
   uint64_t offset_ = 0;
   uint64_t unpacked_bytes_ = 0;
   std::optional<Error> error_;
