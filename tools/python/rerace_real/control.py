@@ -240,6 +240,22 @@ def is_ours(filename):
     return r
 
 
+def site_path(path):
+    """A source file as every report names it: from its package down ("triton/runtime/
+    autotuner.py", wherever that Triton is installed: site-packages or a PYTHONPATH folder),
+    else the file's name."""
+    cut = path.rfind("site-packages/")
+    if cut >= 0:
+        return path[cut + len("site-packages/"):]
+    for package in ("triton/", "fla/"):
+        cut = path.rfind("/" + package)
+        if cut >= 0:
+            return path[cut + 1:]
+        if path.startswith(package):
+            return path
+    return os.path.basename(path)
+
+
 _CALL_OPS = frozenset([
     "CALL", "CALL_KW", "CALL_FUNCTION", "CALL_FUNCTION_KW", "CALL_FUNCTION_EX", "CALL_METHOD",
 ])
