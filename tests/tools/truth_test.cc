@@ -230,4 +230,44 @@ TEST(Truth, TheRecordedComparisonHasNoInternalWords) {
   EXPECT_FALSE(Has(r.out, "left_recording")) << r.out;
 }
 
+// Defect 8: --failure takes the exception a user saw, as Python names it ("the KeyError you
+// saw"), alone or with its place, as well as a report's KIND; a name neither way is refused.
+struct FailureCase {
+  const char* failure;
+  int code;
+  const char* raised;  // the report's first failure raises this ("" when refused)
+};
+
+TEST(Truth, FailureTakesPythonExceptionNames) {
+  const std::string t = SampleTrace("triton-none-h200.rrt");
+  const FailureCase cases[] = {
+      {"KeyError", 1, "KeyError: 'y_ptr'"},
+      {"KeyError@autotuner.py:74", 1, "KeyError: 'y_ptr'"},
+      {"TypeError", 1, "TypeError: 'NoneType'"},
+      {"in-param-not-in-cache", 1, "KeyError: 'y_ptr'"},
+      {"keyerror", 64, ""},
+      {"KeyError!", 64, ""},
+  };
+  for (const FailureCase& c : cases) {
+    SCOPED_TRACE(c.failure);
+    const CliRun r = Rerace("check " + t + " --bound 1 --failure '" + c.failure + "'");
+    EXPECT_EQ(r.code, c.code) << r.out;
+    if (c.code != 1) continue;
+    EXPECT_TRUE(Has(r.out, std::string("FAILS against ") + c.failure + ":")) << r.out;
+    // The report leads with the failure asked about: the first FAILED block raises it.
+    const size_t failed = r.out.find("\nFAILED: ");
+    ASSERT_NE(failed, std::string::npos) << r.out;
+    const size_t next = r.out.find("\n  ", r.out.find('\n', failed + 1));
+    EXPECT_EQ(r.out.compare(next + 3, std::string(c.raised).size(), c.raised), 0)
+        << r.out.substr(failed, 300);
+  }
+  // fuzz counts only that exception: every distinct failure listed raised it.
+  const CliRun f = Rerace("fuzz " + t + " --runs 50 --failure KeyError");
+  EXPECT_EQ(f.code, 1) << f.out;
+  for (const std::string& line : Lines(f.out)) {
+    if (line.rfind("  [", 0) != 0) continue;
+    EXPECT_TRUE(Has(line, ": KeyError: ")) << line;
+  }
+}
+
 }  // namespace

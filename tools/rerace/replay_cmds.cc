@@ -125,14 +125,19 @@ void AddCommon(CLI::App* sub, Common& c, bool with_strategy) {
   c.failure_opt = sub->add_option("--failure", c.failure,
                                   "Target one kind of failure (" +
                                       fmt::format("{}", fmt::join(FailureKinds(), ", ")) +
-                                      "), optionally where it happens (KIND@WHERE, e.g. "
-                                      "nargs-none@autotuner.py:233): the report leads with it; "
+                                      ") or the exception it raised as Python names it "
+                                      "(KeyError, TypeError), optionally where it happens "
+                                      "(KIND@WHERE, e.g. nargs-none@autotuner.py:233 or "
+                                      "KeyError@autotuner.py:74): the report leads with it; "
                                       "fuzz and check count only it")
                       ->check([](const std::string& v) -> std::string {
                         const std::string kind = v.substr(0, v.find('@'));
                         const auto& kinds = FailureKinds();
                         if (std::find(kinds.begin(), kinds.end(), kind) != kinds.end()) return "";
-                        return fmt::format("'{}' is not a failure kind ({})", kind, fmt::join(kinds, ", "));
+                        if (IsExceptionName(kind)) return "";
+                        return fmt::format("'{}' is neither a failure kind ({}) nor an exception's "
+                                           "name as Python gives it (KeyError, TypeError)",
+                                           kind, fmt::join(kinds, ", "));
                       });
   sub->add_flag("--json", c.json, "Print JSON instead of the text report");
   sub->add_flag("--races", c.races,
