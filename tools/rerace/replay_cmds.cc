@@ -695,12 +695,15 @@ std::string FuzzJunit(const std::vector<FuzzTrace>& all) {
     for (const FuzzFailure& f : t.failures) {
       ++tests;
       ++failures;
+      // The replay names the fix and engine; a patch's path and the Python are the run's.
+      std::string replay = "rerace replay " + t.trace;
+      if (t.fix != "none") replay += " --fix '" + t.fix + "'";
+      if (t.engine != "model") replay += " --engine " + t.engine;
+      replay += f.schedule_file.empty() ? " --schedule '" + f.schedule + "'" : " --schedule " + f.schedule_file;
+      if (!t.patches.empty()) replay += " (with this run's --patch and --python-exe)";
       const std::string msg = fmt::format(
-          "{}{}: {}; seed {}; replay: {}",
-          f.silent ? "silent corruption" : f.type + ": " + f.message,
-          f.thread_name.empty() ? "" : " in thread " + f.thread_name, f.words, f.seed,
-          f.schedule_file.empty() ? fmt::format("rerace replay {} --schedule '{}' (with the flags of this fuzz run)", t.trace, f.schedule)
-                                  : fmt::format("rerace replay {} --schedule {}", t.trace, f.schedule_file));
+          "{}{}: {}; seed {}; replay: {}", f.silent ? "silent corruption" : f.type + ": " + f.message,
+          f.thread_name.empty() ? "" : " in thread " + f.thread_name, f.words, f.seed, replay);
       cases += fmt::format("    <testcase classname=\"{}\" name=\"{}: {}\">\n      <failure message=\"{}\">{}</failure>\n    </testcase>\n",
                            cls, checked, XmlEscape(f.signature), XmlEscape(msg), XmlEscape(msg));
     }
