@@ -11,6 +11,7 @@
 #include <regex>
 #include <string>
 
+#include "rerace/replay/timeline.h"
 #include "rerace/testing/cli.h"
 
 #ifndef RERACE_PY_ROOT
@@ -25,6 +26,7 @@ using rerace::testing::Lines;
 using rerace::testing::Rerace;
 using rerace::testing::SampleTrace;
 using rerace::testing::Slurp;
+using rerace::testing::Source;
 
 std::string TempDir(const std::string& name) {
   const std::string d = ::testing::TempDir() + "/truth-" + name + "-" + std::to_string(getpid());
@@ -268,6 +270,57 @@ TEST(Truth, FailureTakesPythonExceptionNames) {
     if (line.rfind("  [", 0) != 0) continue;
     EXPECT_TRUE(Has(line, ": KeyError: ")) << line;
   }
+}
+
+// Defect 7: show names kernels short by default, as Nsight Systems does: no template
+// arguments, parameters, return type or namespaces.
+struct ShortCase {
+  const char* raw;
+  const char* short_name;
+};
+
+TEST(Truth, ShortKernelNamesDropTemplatesParametersAndNamespaces) {
+  const ShortCase cases[] = {
+      {"l2norm_fwd_kernel", "l2norm_fwd_kernel"},  // Triton: unchanged
+      {"void at::native::(anonymous namespace)::distribution_elementwise_grid_stride_kernel<float, "
+       "4, at::native::templates::cuda::normal_kernel<at::CUDAGeneratorImpl*>(at::TensorBase "
+       "const&, double, double, at::CUDAGeneratorImpl*)::{lambda()#1}::operator()() "
+       "const::{lambda(float)#2}>(long, at::PhiloxCudaState, float)",
+       "distribution_elementwise_grid_stride_kernel"},
+      {"void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, "
+       "std::array<char*, 3ul> >(int, at::native::CUDAFunctor_add<float>, std::array<char*, 3ul>)",
+       "vectorized_elementwise_kernel"},
+      {"void cutlass::Kernel2<cutlass_80_simt_sgemm_256x128_8x4_nn_align1>(cutlass_80_simt_sgemm_"
+       "256x128_8x4_nn_align1::Params)",
+       "Kernel2"},
+      // A mangled name is demangled first: rerace::kernels::(anonymous namespace)::NormKernel(...).
+      {"_ZN6rerace7kernels12_GLOBAL__N_110NormKernelEPKfS3_Pfllib", "NormKernel"},
+  };
+  for (const ShortCase& c : cases) EXPECT_EQ(rerace::replay::ShortKernelName(c.raw), c.short_name) << c.raw;
+}
+
+// Defect 7: every sample's summary has no line over 160 columns and its PyTorch kernels by
+// their short names; --full-names gives them whole.
+TEST(Truth, ShowFitsEverySampleIn160Columns) {
+  size_t samples = 0;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(Source("traces/samples"))) {
+    if (e.path().extension() != ".rrt") continue;
+    ++samples;
+    SCOPED_TRACE(e.path().string());
+    const CliRun r = Rerace("show " + e.path().string());
+    ASSERT_EQ(r.code, 0) << r.out;
+    for (const std::string& line : Lines(r.out)) EXPECT_LE(line.size(), 160u) << line;
+  }
+  EXPECT_GE(samples, 30u);
+  const std::string t = SampleTrace("triton-none-h200.rrt");
+  const CliRun show = Rerace("show " + t);
+  EXPECT_TRUE(Has(show.out, "  distribution_elementwise_grid_stride_kernel\n")) << show.out;
+  for (const std::string& line : Lines(show.out)) {
+    if (line.rfind("      device ", 0) != 0) continue;
+    EXPECT_FALSE(Has(line, "<")) << line;
+  }
+  const CliRun full = Rerace("show --full-names " + t);
+  EXPECT_TRUE(Has(full.out, "::distribution_elementwise_grid_stride_kernel<float,")) << full.out;
 }
 
 }  // namespace

@@ -66,4 +66,10 @@ Result<uint64_t> WriteTraceTimeline(const std::string& trace_path, const std::st
 // runtime's demangler (abi::__cxa_demangle).
 std::string Demangle(const std::string& name);
 
+// A kernel's short name, as Nsight Systems shows it by default: demangled (Demangle), without
+// template arguments, parameter list, return type or namespaces ("void at::native::(anonymous
+// namespace)::distribution_elementwise_grid_stride_kernel<float, 4, ...>(long, ...)" →
+// "distribution_elementwise_grid_stride_kernel"); a Triton kernel's name comes back unchanged.
+std::string ShortKernelName(const std::string& name);
+
 }  // namespace rerace::replay
