@@ -20,7 +20,8 @@ namespace rerace::replay {
 
 sim::ThreadId StepLog::Pick(const sim::Choice& c) {
   const sim::ThreadId t = inner_.Pick(c);
-  if (t < c.pending.size()) steps_.push_back({c.step, t, c.pending[t]});
+  if (t < c.pending.size())
+    steps_.push_back({c.step, t, c.pending[t], c.pending[t].label ? c.pending[t].label : ""});
   return t;
 }
 
@@ -65,7 +66,7 @@ std::string ReplayTimeline(const ReplayResult& r, const std::vector<StepLog::Ste
     j.Event(fmt::format(R"("name":"thread_name","ph":"M","pid":1,"tid":{},"args":{{"name":{}}})", t,
                         Q(fmt::format("{} {}", t, r.run.threads[t].name))));
   for (const StepLog::Step& s : steps) {
-    const std::string label = s.point.label ? s.point.label : "";
+    const std::string& label = s.label;
     std::string name = sim::AccessName(s.point.access);
     const size_t colon = label.find(": ");
     if (colon != std::string::npos) name += " " + label.substr(colon + 2);

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <regex>
 #include <string>
 
@@ -321,6 +322,129 @@ TEST(Truth, ShowFitsEverySampleIn160Columns) {
   }
   const CliRun full = Rerace("show --full-names " + t);
   EXPECT_TRUE(Has(full.out, "::distribution_elementwise_grid_stride_kernel<float,")) << full.out;
+}
+
+// Defect 5: an explanation cites the write that caused the failure, at the step the timeline
+// shows it. Each run writes its Perfetto timeline (one slice per step: thread, access, source
+// line) and its findings as JSON; every "thread X ... at step S" of the words must be, on the
+// timeline, thread X's write of that field at step S, and "while thread Y was benchmarking
+// config C" must be what thread Y was doing then.
+struct Step {
+  int thread = -1;
+  std::string source;
+};
+
+std::map<int, Step> Timeline(const std::string& json) {
+  static const std::regex slice(
+      R"re("cat":"step".*"tid":([0-9]+),"args":\{"step":([0-9]+),"source":"([^"]*)")re");
+  std::map<int, Step> steps;
+  for (const std::string& line : Lines(json)) {
+    std::smatch m;
+    if (std::regex_search(line, m, slice)) steps[std::stoi(m[2])] = {std::stoi(m[1]), m[3].str()};
+  }
+  return steps;
+}
+
+// The config thread `thread` was benchmarking at `step`: its _bench reads since its last call
+// began (Autotuner.run's write of nargs), less one.
+int ConfigAt(const std::map<int, Step>& steps, int thread, int step) {
+  int benches = 0;
+  for (const auto& [n, st] : steps) {
+    if (n > step) break;
+    if (st.thread != thread) continue;
+    if (Has(st.source, "Autotuner.run: self.nargs = dict(")) benches = 0;
+    if (Has(st.source, "Autotuner._bench: full_nargs")) ++benches;
+  }
+  return benches - 1;
+}
+
+struct CitedCase {
+  std::string run;  // replay arguments after the trace
+  const char* trace;
+};
+
+TEST(Truth, ExplanationsCiteTheWriteAtItsStepOnTheTimeline) {
+  const std::string dir = TempDir("cited");
+  const std::string none = SampleTrace("triton-none-h200.rrt");
+  // A schedule that ends in nargs-none (check's counterexample) for the "set it to None" words.
+  ASSERT_EQ(Rerace("check " + none + " --failure nargs-none --bound 1 --save-schedule " + dir +
+                   "/nargs.sched")
+                .code,
+            1);
+  std::vector<CitedCase> cases;
+  for (int seed = 1; seed <= 8; ++seed) cases.push_back({"--seed " + std::to_string(seed), "triton-none-h200.rrt"});
+  cases.push_back({"--schedule " + dir + "/nargs.sched", "triton-none-h200.rrt"});
+  cases.push_back({"--fix tls-nargs --seed 2", "triton-none-h200.rrt"});
+  cases.push_back({"--strategy pct --pct-depth 3 --seed 5", "synth-h200-shape.rrt"});
+  static const std::regex reset(
+      R"(thread ([0-9]+)'s post-hook reset restore_copies to \{\} at step ([0-9]+) while thread ([0-9]+) was benchmarking config ([0-9]+))");
+  static const std::regex cloned(R"(cloned by thread ([0-9]+)'s pre-hook at step ([0-9]+))");
+  static const std::regex none_by(R"(thread ([0-9]+) set it to None at step ([0-9]+))");
+  size_t cited = 0;
+  for (const CitedCase& c : cases) {
+    SCOPED_TRACE(std::string(c.trace) + " " + c.run);
+    const std::string timeline = dir + "/t.json";
+    const CliRun r = Rerace("replay " + SampleTrace(c.trace) + " " + c.run + " --json --perfetto " + timeline);
+    ASSERT_EQ(r.code, 1) << r.out;
+    const std::map<int, Step> steps = Timeline(Slurp(timeline));
+    ASSERT_FALSE(steps.empty());
+    auto expect_write = [&](const std::smatch& m, const char* source) {
+      ++cited;
+      const int step = std::stoi(m[2]);
+      ASSERT_TRUE(steps.count(step)) << m[0];
+      const Step& st = steps.at(step);
+      EXPECT_EQ(st.thread, std::stoi(m[1])) << m[0] << ": the timeline's step is " << st.source;
+      EXPECT_TRUE(Has(st.source, source)) << m[0] << ": the timeline's step is " << st.source;
+    };
+    for (std::sregex_iterator it(r.out.begin(), r.out.end(), reset), end; it != end; ++it) {
+      expect_write(*it, "_post_hook: self.restore_copies = {}");
+      // The config, where the timeline shows each benchmark's read of nargs (no fix).
+      if (std::string(c.trace) != "triton-none-h200.rrt" || Has(c.run, "--fix")) continue;
+      EXPECT_EQ(ConfigAt(steps, std::stoi((*it)[3]), std::stoi((*it)[2])), std::stoi((*it)[4]))
+          << (*it)[0];
+    }
+    for (std::sregex_iterator it(r.out.begin(), r.out.end(), cloned), end; it != end; ++it)
+      expect_write(*it, "_pre_hook: self.restore_copies = {name:");
+    for (std::sregex_iterator it(r.out.begin(), r.out.end(), none_by), end; it != end; ++it)
+      expect_write(*it, "self.nargs = None");
+  }
+  EXPECT_GE(cited, 20u);
+}
+
+// Defect 5, the python engine: "restore_copies was last written by thread X at step S" and
+// "thread X set it to None at step S" are, on the timeline, thread X's write at step S.
+TEST(Truth, PythonEngineExplanationsCiteTheWriteAtItsStep) {
+  std::string skip;
+  const std::string py = Python(skip);
+  if (py.empty()) GTEST_SKIP() << skip;
+  const std::string dir = TempDir("cited-py");
+  static const std::regex written(R"(([a-z_]+) (?:was )?last written by thread ([0-9]+) at step ([0-9]+))");
+  static const std::regex none_by(R"(thread ([0-9]+) set it to None at step ([0-9]+))");
+  size_t cited = 0;
+  for (const char* mode : {"gil", "free-threaded"}) {
+    for (int seed = 1; seed <= 3; ++seed) {
+      SCOPED_TRACE(std::string(mode) + " seed " + std::to_string(seed));
+      const std::string timeline = dir + "/t.json";
+      const CliRun r = Rerace("replay " + SampleTrace("triton-none-h200.rrt") +
+                              " --engine python --python-exe " + py + " --python " + mode +
+                              " --seed " + std::to_string(seed) + " --json --perfetto " + timeline +
+                              " 2>/dev/null");
+      ASSERT_EQ(r.code, 1) << r.out;
+      const std::map<int, Step> steps = Timeline(Slurp(timeline));
+      auto expect_write = [&](int thread, int step, const std::string& field, const std::string& what) {
+        ++cited;
+        ASSERT_TRUE(steps.count(step)) << what;
+        const Step& st = steps.at(step);
+        EXPECT_EQ(st.thread, thread) << what << ": the timeline's step is " << st.source;
+        EXPECT_TRUE(Has(st.source, ": write self." + field)) << what << ": the timeline's step is " << st.source;
+      };
+      for (std::sregex_iterator it(r.out.begin(), r.out.end(), written), end; it != end; ++it)
+        expect_write(std::stoi((*it)[2]), std::stoi((*it)[3]), (*it)[1], (*it)[0]);
+      for (std::sregex_iterator it(r.out.begin(), r.out.end(), none_by), end; it != end; ++it)
+        expect_write(std::stoi((*it)[1]), std::stoi((*it)[2]), "nargs", (*it)[0]);
+    }
+  }
+  EXPECT_GE(cited, 6u);
 }
 
 }  // namespace

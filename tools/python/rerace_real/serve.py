@@ -281,18 +281,18 @@ def _classify(e, ts, run):
     fn = frame.name if frame else "?"
     restore = ts.call.get("_restore", []) if ts.call else []
     if isinstance(e, KeyError) and e.args and e.args[0] in restore:
-        other, step = run.last_writer("restore_copies")
+        other, step, at = run.last_writer("restore_copies")
         out["code"] = "in-param-not-in-cache"
-        who = "restore_copies was last written by thread %d at step %d" % (other, step) \
+        who = "restore_copies was last written by thread %d %s" % (other, at) \
             if other >= 0 else "restore_copies has no copy of it"
         out["words"] = "In-parameter %s is not in the cache: %s, while thread %d ran %s" % (
             e.args[0], who, ts.tid, fn)
         out["other"], out["other_step"] = other, step
     elif isinstance(e, TypeError) and "NoneType" in msg:
-        other, step = run.last_writer("nargs")
+        other, step, at = run.last_writer("nargs")
         out["code"] = "nargs-none"
-        out["words"] = "nargs is None while thread %d runs %s: thread %d set it to None at step %d" % (
-            ts.tid, fn, other, step)
+        out["words"] = "nargs is None while thread %d runs %s: thread %d set it to None %s" % (
+            ts.tid, fn, other, at)
         out["other"], out["other_step"] = other, step
     elif frame is None or control.is_ours(frame.filename):
         out["code"] = "internal"

@@ -28,7 +28,8 @@ class StepLog final : public sim::Strategy {
   struct Step {
     uint64_t step;
     sim::ThreadId thread;
-    sim::SchedulingPoint point;
+    sim::SchedulingPoint point;  // NB: point.label may not outlive the run (the python engine's do not)
+    std::string label;           // point.label, copied when the step was taken
   };
   explicit StepLog(sim::Strategy& inner) : inner_(inner) {}
   sim::ThreadId Pick(const sim::Choice& c) override;
