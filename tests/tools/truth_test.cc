@@ -5,12 +5,14 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <regex>
 #include <string>
+#include <vector>
 
 #include "rerace/replay/timeline.h"
 #include "rerace/testing/cli.h"
@@ -445,6 +447,100 @@ TEST(Truth, PythonEngineExplanationsCiteTheWriteAtItsStep) {
     }
   }
   EXPECT_GE(cited, 6u);
+}
+
+// Defect 9: check --save-schedule with no counterexample says that nothing was written (and
+// writes nothing); with one, text and --json alike write it.
+struct SaveCase {
+  const char* flags;
+  int code;
+  bool written;
+};
+
+TEST(Truth, CheckSaveScheduleSaysWhenThereIsNothingToSave) {
+  const std::string dir = TempDir("save");
+  const SaveCase cases[] = {
+      {"--fix lock-run --bound 1", 0, false},
+      {"--fix tls-nargs --bound 1", 1, true},
+      {"--fix tls-nargs --bound 1 --json", 1, true},
+  };
+  int n = 0;
+  for (const SaveCase& c : cases) {
+    SCOPED_TRACE(c.flags);
+    const std::string file = dir + "/" + std::to_string(++n) + ".sched";
+    const CliRun r = Rerace("check " + SampleTrace("triton-none-h200.rrt") + " " + c.flags +
+                            " --save-schedule " + file);
+    EXPECT_EQ(r.code, c.code) << r.out;
+    EXPECT_EQ(std::filesystem::exists(file), c.written) << r.out;
+    EXPECT_EQ(Has(r.out, "no counterexample was found, so there is no schedule to save: " + file +
+                             " was not written"),
+              !c.written)
+        << r.out;
+    if (!c.written) continue;
+    EXPECT_TRUE(Has(Slurp(file), "# fix: tls-nargs\n")) << Slurp(file);
+  }
+}
+
+// Defect 9: traces/samples/README.md's event counts are what `rerace show` counts (the
+// compressed recordings unpacked with xz).
+TEST(Truth, SamplesReadmeCountsAreWhatShowSays) {
+  const std::string dir = TempDir("counts");
+  static const std::regex row(R"(^\| `([^`]+)` .*[^0-9,]([0-9][0-9,]*k?) events)");
+  size_t checked = 0;
+  for (const std::string& line : Lines(Slurp(Source("traces/samples/README.md")))) {
+    std::smatch m;
+    if (!std::regex_search(line, m, row)) continue;
+    std::string name = m[1], want = m[2];
+    want.erase(std::remove(want.begin(), want.end(), ','), want.end());  // "153k" matches no count
+    // "r{1,2,3}": each of the files.
+    std::vector<std::string> files;
+    if (const size_t open = name.find('{'); open != std::string::npos) {
+      const size_t close = name.find('}', open);
+      std::string alts = name.substr(open + 1, close - open - 1) + ",";
+      for (size_t p = 0, q; (q = alts.find(',', p)) != std::string::npos; p = q + 1)
+        files.push_back(name.substr(0, open) + alts.substr(p, q - p) + name.substr(close + 1));
+    } else {
+      files.push_back(name);
+    }
+    for (const std::string& f : files) {
+      SCOPED_TRACE(f);
+      std::string path = Source("traces/samples/" + f);
+      ASSERT_TRUE(std::filesystem::exists(path)) << line;
+      if (path.size() > 3 && path.compare(path.size() - 3, 3, ".xz") == 0) {
+        const std::string out = dir + "/unpacked.rrt";
+        if (std::system(("xz -dc '" + path + "' > '" + out + "' 2>/dev/null").c_str()) != 0)
+          GTEST_SKIP() << "xz cannot unpack " << path;
+        path = out;
+      }
+      const CliRun r = Rerace("show " + path);
+      EXPECT_TRUE(Has(r.out, "  " + want + " events in ")) << line << "\n" << r.out.substr(0, 600);
+      ++checked;
+    }
+  }
+  EXPECT_GE(checked, 20u);
+}
+
+// Defect 9: the README names every environment tools/scripts/python-envs.sh makes.
+TEST(Truth, ReadmeNamesThePythonEnvironmentsTheScriptMakes) {
+  const std::string script = Slurp(Source("tools/scripts/python-envs.sh"));
+  const std::string readme = Slurp(Source("README.md"));
+  static const std::regex loop(R"(for v in ([0-9. ]+); do\n\s*d="\$root/([a-z-]+)-\$v")");
+  size_t named = 0;
+  for (std::sregex_iterator it(script.begin(), script.end(), loop), end; it != end; ++it) {
+    const std::string what = (*it)[2] == "triton" ? "Triton" : (*it)[2].str();
+    std::string versions = (*it)[1].str() + " ";
+    for (size_t p = 0, q; (q = versions.find(' ', p)) != std::string::npos; p = q + 1) {
+      std::string v = versions.substr(p, q - p);
+      if (v.empty()) continue;
+      if (what == "Triton" && v.size() > 2 && v.compare(v.size() - 2, 2, ".0") == 0) v.resize(v.size() - 2);
+      EXPECT_TRUE(Has(readme, v)) << what << " " << v;
+      ++named;
+    }
+    EXPECT_TRUE(Has(readme, what)) << what;
+  }
+  EXPECT_GE(named, 6u);
+  for (const char* env : {"`venv`", "`venv312`", "CPython 3.12", "Triton 3.6", "PYTHON_ENVS=OFF"})
+    EXPECT_TRUE(Has(readme, env)) << env;
 }
 
 }  // namespace

@@ -884,6 +884,19 @@ struct CheckArgs {
   CLI::Option* max_runs_opt = nullptr;
 };
 
+// --save-schedule: the counterexample's schedule (text and --json alike); without one, a note
+// on stderr that nothing was written, rather than silence and no file.
+Result<void> SaveCounterexample(const CheckArgs& a, const Verdict& v, std::optional<uint64_t> seed) {
+  if (a.save.empty()) return {};
+  if (!v.counterexample) {
+    std::fprintf(stderr, "note: no counterexample was found, so there is no schedule to save: %s "
+                         "was not written\n", a.save.c_str());
+    return {};
+  }
+  return SaveSchedule(*v.counterexample, a.save, a.trace, a.c, seed,
+                      FailureOf(FirstOf(*v.counterexample, a.c.failure)));
+}
+
 int RunCheck(const CheckArgs& a) {
   auto l = Load(a.trace, a.c, !a.allow_truncated);
   if (!l) return ReportError(l.error());
@@ -929,6 +942,7 @@ int RunCheck(const CheckArgs& a) {
   }
   auto ms = [](Nanos n) { return static_cast<double>(n) / 1e6; };
   if (!a.c.patches.empty()) v.cost.fix = CheckedLabel(a.c);  // the cost names what the verdict does
+  if (auto s = SaveCounterexample(a, v, seed); !s) return ReportError(s.error());
   if (a.c.json) {
     std::printf("{\"trace\":\"%s\",\"fix\":\"%s\",%s\"failure\":\"%s\",\"verdict\":\"%s\",\"explored\":%llu,"
                 "\"makespan_fix_ns\":%llu,\"makespan_none_ns\":%llu,\"makespan_recorded_ns\":%llu,"
@@ -947,10 +961,6 @@ int RunCheck(const CheckArgs& a) {
   if (!v.holds) {
     std::string hint;
     if (!a.save.empty()) {
-      if (auto s = SaveSchedule(*v.counterexample, a.save, a.trace, a.c, seed,
-                                FailureOf(FirstOf(*v.counterexample, a.c.failure)));
-          !s)
-        return ReportError(s.error());
       hint = fmt::format("counterexample saved: replay it with '{} --schedule {}'",
                          Flags(a.trace, a.c), a.save);
     } else {
