@@ -202,6 +202,15 @@ TEST(Truth, ADeadlockEntryHasNoEmptyFields) {
   const CliRun j = Rerace(cmd + " --json 2>/dev/null");
   EXPECT_TRUE(Has(j.out, "\"failure\":\"deadlock\",")) << j.out;
   EXPECT_FALSE(Has(j.out, "\"thread_name\":\"\"")) << j.out;
+  // The replay of it, as JSON: the engine that ran, no model, no empty thread name.
+  const CliRun r = Rerace("replay " + SampleTrace("triton-none-h200.rrt") +
+                          " --engine python --python-exe " + py + " --patch " + dir +
+                          "/dead.py --seed 1 --json 2>/dev/null");
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_TRUE(Has(r.out, "\"code\":\"deadlock\"")) << r.out;
+  EXPECT_TRUE(Has(r.out, "\"engine\":\"python\",\"engine_summary\":\"python: ")) << r.out;
+  EXPECT_FALSE(Has(r.out, "\"model\":")) << r.out;
+  EXPECT_FALSE(Has(r.out, "\"thread_name\":\"\"")) << r.out;
 }
 
 // Defect 6: one place is spelled one way: a Triton found on PYTHONPATH (not site-packages) is
