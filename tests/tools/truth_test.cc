@@ -125,12 +125,20 @@ TEST(Truth, FuzzNamesEachPatchByFileAndHash) {
     EXPECT_TRUE(Has(xml, "name=\"patch " + named + ": deadlock\"")) << xml;
     EXPECT_FALSE(Has(xml, "fix none")) << xml;
 
-    const CliRun j = Rerace("fuzz " + t + flags + "--json 2>/dev/null");
-    EXPECT_TRUE(Has(j.out, "\"patches\":[{\"file\":\"my_lock.py\",\"sha256\":\"" + c.sha + "\"}]"))
-        << j.out;
-    EXPECT_TRUE(Has(j.out, "\"engine\":\"python\"")) << j.out;
-    EXPECT_FALSE(Has(j.out, "\"model\":\"python\"")) << j.out;
+    const std::string json_file = dir + "/" + c.folder + ".json";
+    Rerace("fuzz " + t + flags + "--json --shard " + (std::string(c.folder) == "a" ? "0" : "1") +
+           "/2 2>/dev/null | cat > " + json_file);  // the engine's lines on stderr left out
+    const std::string json = Slurp(json_file);
+    EXPECT_TRUE(Has(json, "\"patches\":[{\"file\":\"my_lock.py\",\"sha256\":\"" + c.sha + "\"}]"))
+        << json;
+    EXPECT_TRUE(Has(json, "\"engine\":\"python\"")) << json;
+    EXPECT_FALSE(Has(json, "\"model\":\"python\"")) << json;
   }
+  // merge keeps the two versions' results apart.
+  const CliRun merged = Rerace("merge " + dir + "/a.json " + dir + "/b.json");
+  EXPECT_TRUE(Has(merged.out, kDeadlockSha)) << merged.out;
+  EXPECT_TRUE(Has(merged.out, kDeadlock2Sha)) << merged.out;
+  EXPECT_TRUE(Has(merged.out, "\"runs\":2,")) << merged.out;  // not one entry of 4 runs
   // The first version's files are still there beside the second's.
   size_t files = 0;
   for (const auto& e : std::filesystem::directory_iterator(dir + "/out")) files += e.is_regular_file();
