@@ -46,7 +46,8 @@ void Block(std::array<uint32_t, 8>& h, const unsigned char* p) {
     b = a;
     a = t1 + t2;
   }
-  h[0] += a, h[1] += b, h[2] += c, h[3] += d, h[4] += e, h[5] += f, h[6] += g, h[7] += k;
+  const std::array<uint32_t, 8> add = {a, b, c, d, e, f, g, k};
+  for (size_t i = 0; i < 8; ++i) h[i] += add[i];
 }
 
 bool FileChar(char ch) {
