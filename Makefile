@@ -11,6 +11,9 @@ CMAKE_FLAGS ?=
 # The Python environments of the real-code engine and its tests (tools/scripts/python-envs.sh).
 PY_ROOT := $(CURDIR)/build/py
 PY_FLAGS = -DRERACE_PY_ROOT=$(PY_ROOT)
+# PYTHON_ENVS=OFF: no Python environments (4.4 GB), for a build that runs the C++ models only
+# (a CI fuzz job, say); the python engine's tests then skip, saying what is missing.
+PYTHON_ENVS ?= ON
 
 .PHONY: all deps build build-nocuda build-asan build-fuzz build-tsan test-tsan fuzz test test-nocuda test-sanitize demo bench clean
 
@@ -18,7 +21,8 @@ all: build
 
 deps:
 	@tools/scripts/install-deps.sh
-	@tools/scripts/python-envs.sh $(PY_ROOT)
+	@if [ "$(PYTHON_ENVS)" != OFF ]; then tools/scripts/python-envs.sh $(PY_ROOT); \
+	 else echo "deps: PYTHON_ENVS=OFF: no Python environments (the python engine's tests skip)"; fi
 
 build: deps
 	cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRERACE_WERROR=$(WERROR) \

@@ -114,7 +114,7 @@ void Record(Shared& s, Worker& w, Chunk& chunk, Replayer& rep, uint64_t run, uin
   std::vector<std::string> seen;  // a signature counts once per run: its first finding
   for (const Finding& f : r.findings) {
     if (!Matches(f, o.target)) continue;
-    std::string sig = f.code + " at " + f.where;
+    std::string sig = f.where.empty() ? f.code : f.code + " at " + f.where;  // a deadlock has no place
     if (std::find(seen.begin(), seen.end(), sig) != seen.end()) continue;
     seen.push_back(sig);
     const Rank rank{&f == &r.findings.front(), run};

@@ -21,11 +21,20 @@ bool Hits(const ReplayResult& r, const std::string& kind) {
   return FirstOf(r, kind) != nullptr || RunError(r).has_value();
 }
 
+bool IsExceptionName(const std::string& name) {
+  if (name.empty() || name[0] < 'A' || name[0] > 'Z') return false;
+  return std::all_of(name.begin(), name.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+  });
+}
+
 bool Matches(const Finding& f, const std::string& kind) {
   if (kind.empty()) return true;
   const size_t at = kind.find('@');
-  if (at == std::string::npos) return f.code == kind;
-  return f.code == kind.substr(0, at) && f.where.find(kind.substr(at + 1)) != std::string::npos;
+  const std::string what = kind.substr(0, at);
+  // A silent finding raised nothing: no exception name matches it.
+  const bool is = IsExceptionName(what) ? !f.silent && f.type == what : f.code == what;
+  return is && (at == std::string::npos || f.where.find(kind.substr(at + 1)) != std::string::npos);
 }
 
 const Finding* FirstOf(const ReplayResult& r, const std::string& kind) {

@@ -178,7 +178,10 @@ std::string EngineSummaryOf(const std::string& info_json) {
   if (j.contains("patches") && j["patches"].is_array())
     for (const auto& p : j["patches"]) {
       std::string f = p.value("file", std::string("?"));
-      patches.push_back(f.substr(f.rfind('/') + 1));
+      f = f.substr(f.rfind('/') + 1);
+      // Named by content too: two versions of one file are two patches (issue 28).
+      const std::string sha = p.value("sha256", std::string());
+      patches.push_back(sha.empty() ? f : fmt::format("{} (sha256 {})", f, sha.substr(0, 8)));
     }
   std::string py = j.value("python", std::string("?"));
   py = py.substr(0, py.rfind('.'));  // major.minor: the switch rules' version
@@ -215,7 +218,9 @@ std::string DescribeEngine(const std::string& info_json) {
   if (j.contains("patches"))
     for (const auto& p : j["patches"]) {
       const auto changed = p.value("changed", std::vector<std::string>{});
-      out += fmt::format("\npatch {}{}: {}", p.value("file", "?"),
+      const std::string sha = p.value("sha256", std::string());
+      out += fmt::format("\npatch {}{}{}: {}", p.value("file", "?"),
+                         sha.empty() ? "" : " (sha256 " + sha.substr(0, 8) + ")",
                          p.value("recorded", false) ? " (named by the recording, imported)" : "",
                          changed.empty() ? std::string("changed nothing in Autotuner (applied, no effect "
                                                        "on the tuner class)")

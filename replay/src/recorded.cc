@@ -101,14 +101,16 @@ std::string FormatRecordedComparison(const RecordedComparison& c) {
                          "place{}",
                          c.reproduced, Plural(c.recorded_failed, "worker"),
                          ok ? fmt::format("; the other {} ok in both", Plural(ok, "worker")) : "");
-    return out + fmt::format(" (left_recording {})\n", c.left_recording);
+    if (c.left_recording)
+      out += fmt::format("; the model left the recording at {} transitions", c.left_recording);
+    return out + "\n";
   }
   out += fmt::format("differs from the recording: {} of {} match", c.matching, Plural(n, "worker"));
   if (c.recorded_failed)
     out += fmt::format(" ({} of {} that raised reproduced)", c.reproduced, c.recorded_failed);
   if (c.left_recording)
     out += fmt::format("; the model left the recording at {} transitions", c.left_recording);
-  out += fmt::format(" (left_recording {})\n", c.left_recording);
+  out += "\n";
   auto line = [&](const WorkerComparison& w, const char* what) {
     std::string d;
     for (const std::string& x : w.differs) d += (d.empty() ? "" : ", ") + x;

@@ -171,18 +171,25 @@ std::string FormatRaces(const std::vector<sim::Race>& races, const std::vector<F
 
 std::string FormatJson(const ReplayResult& r, const Program& p, bool with_races) {
   std::string out = "{";
-  out += fmt::format("\"trace\":\"{}\",\"model\":\"{}\",\"fix\":\"{}\",\"strategy\":\"{}\",",
-                     JsonEscape(p.source), r.model, JsonEscape(r.fix), JsonEscape(r.strategy));
+  // The python engine runs no model: "engine" says which ran, "engine_summary" what (the
+  // interpreter, Triton, the patches with their hashes).
+  const bool python = r.engine.rfind("python", 0) == 0;
+  out += fmt::format("\"trace\":\"{}\",{}\"engine\":\"{}\",\"engine_summary\":\"{}\",\"fix\":\"{}\",\"strategy\":\"{}\",",
+                     JsonEscape(p.source), python ? "" : fmt::format("\"model\":\"{}\",", r.model),
+                     python ? "python" : "model", JsonEscape(r.engine), JsonEscape(r.fix),
+                     JsonEscape(r.strategy));
   out += fmt::format("\"failed\":{},\"steps\":{},\"preemptions\":{},\"makespan_ns\":{},",
                      r.failed() ? "true" : "false", r.run.steps, r.run.preemptions, r.makespan);
   out += "\"findings\":[";
   for (size_t i = 0; i < r.findings.size(); ++i) {
     const Finding& f = r.findings[i];
     out += fmt::format(
-        "{}{{\"code\":\"{}\",\"silent\":{},\"thread\":{},\"thread_name\":\"{}\",\"step\":{},"
+        "{}{{\"code\":\"{}\",\"silent\":{},\"thread\":{},{}\"step\":{},"
         "\"type\":\"{}\",\"message\":\"{}\",\"where\":\"{}\",\"words\":\"{}\"}}",
         i ? "," : "", f.code, f.silent ? "true" : "false",
-        f.thread == sim::kNoThread ? -1 : static_cast<int64_t>(f.thread), JsonEscape(f.thread_name),
+        f.thread == sim::kNoThread ? -1 : static_cast<int64_t>(f.thread),
+        // a deadlock is no one thread's: no empty name
+        f.thread_name.empty() ? "" : fmt::format("\"thread_name\":\"{}\",", JsonEscape(f.thread_name)),
         f.step, JsonEscape(f.type), JsonEscape(f.message), JsonEscape(f.where), JsonEscape(f.words));
   }
   out += "],\"duplicates\":[";

@@ -21,7 +21,8 @@ namespace rerace::replay {
 
 sim::ThreadId StepLog::Pick(const sim::Choice& c) {
   const sim::ThreadId t = inner_.Pick(c);
-  if (t < c.pending.size()) steps_.push_back({c.step, t, c.pending[t]});
+  if (t < c.pending.size())
+    steps_.push_back({c.step, t, c.pending[t], c.pending[t].label ? c.pending[t].label : ""});
   return t;
 }
 
@@ -66,7 +67,7 @@ std::string ReplayTimeline(const ReplayResult& r, const std::vector<StepLog::Ste
     j.Event(fmt::format(R"("name":"thread_name","ph":"M","pid":1,"tid":{},"args":{{"name":{}}})", t,
                         Q(fmt::format("{} {}", t, r.run.threads[t].name))));
   for (const StepLog::Step& s : steps) {
-    const std::string label = s.point.label ? s.point.label : "";
+    const std::string& label = s.label;
     std::string name = sim::AccessName(s.point.access);
     const size_t colon = label.find(": ");
     if (colon != std::string::npos) name += " " + label.substr(colon + 2);
@@ -101,6 +102,42 @@ std::string Demangle(const std::string& name) {
   std::string s = status == 0 && out != nullptr ? std::string(out) : name;
   std::free(out);  // NOLINT: the demangler's buffer is malloc'ed
   return s;
+}
+
+std::string ShortKernelName(const std::string& name) {
+  const std::string full = Demangle(name);
+  // Template arguments, at any depth (a lambda's "{lambda(float, float)#1}" inside them too).
+  std::string s;
+  int angle = 0;
+  for (char c : full) {
+    if (c == '<') ++angle;
+    else if (c == '>' && angle > 0) --angle;
+    else if (angle == 0) s += c;
+  }
+  // The parameter list: the parenthesised group that ends the name.
+  while (!s.empty() && s.back() == ' ') s.pop_back();
+  if (!s.empty() && s.back() == ')') {
+    int depth = 0;
+    for (size_t i = s.size(); i-- > 0;) {
+      if (s[i] == ')') ++depth;
+      else if (s[i] == '(' && --depth == 0) {
+        s.erase(i);
+        break;
+      }
+    }
+  }
+  // The return type and the namespaces: what follows the last space or "::" outside
+  // parentheses ("(anonymous namespace)" is a namespace).
+  size_t from = 0;
+  int paren = 0;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '(') ++paren;
+    else if (s[i] == ')' && paren > 0) --paren;
+    else if (paren == 0 && s[i] == ' ') from = i + 1;
+    else if (paren == 0 && s.compare(i, 2, "::") == 0) from = i + 2;
+  }
+  s = s.substr(from);
+  return s.empty() ? full : s;
 }
 
 namespace {

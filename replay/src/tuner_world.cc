@@ -131,14 +131,21 @@ Nargs TunerWorld::ReadNargs(TunerState& st, const char* label) {
   return st.nargs.Read(label);
 }
 
+// NB: a shared write is stamped with its own step, which the scheduler gives it at its point
+// (inside Update); s_.step() before the point is the thread's previous step, another access.
 void TunerWorld::WriteNargs(TunerState& st, Nargs v, const char* label) {
-  v.step = s_.step();
   v.writer = s_.CurrentThread();
   if (local_nargs_) {
+    v.step = s_.step();
     st.nargs_local.Get() = v;
     return;
   }
-  st.nargs.Write(v, label);
+  st.nargs.Update(
+      [&](Nargs& n) {
+        v.step = s_.step();
+        n = v;
+      },
+      label);
 }
 
 Copies TunerWorld::ReadCopies(TunerState& st, const char* label) {
@@ -147,13 +154,18 @@ Copies TunerWorld::ReadCopies(TunerState& st, const char* label) {
 }
 
 void TunerWorld::WriteCopies(TunerState& st, Copies v, const char* label) {
-  v.step = s_.step();
   v.writer = s_.CurrentThread();
   if (local_copies_) {
+    v.step = s_.step();
     st.restore_copies_local.Get() = v;
     return;
   }
-  st.restore_copies.Write(v, label);
+  st.restore_copies.Update(
+      [&](Copies& c) {
+        v.step = s_.step();
+        c = v;
+      },
+      label);
 }
 
 void TunerWorld::Silent(uint32_t thread, std::string code, std::string words, std::string where,

@@ -105,7 +105,7 @@ TEST(RecordedComparison, StatesTheMatchInWorkers) {
   const RecordedComparison c = CompareRecorded(r, p);
   EXPECT_EQ(FormatRecordedComparison(c),
             "recorded comparison: reproduces the recorded failures: 7 of 7 workers, same type, "
-            "message and place; the other 1 worker ok in both (left_recording 0)\n");
+            "message and place; the other 1 worker ok in both\n");
   const std::string json = RecordedComparisonJson(c);
   EXPECT_NE(json.find("\"matches\":true,\"workers\":8,\"matching\":8,\"recorded_failed\":7,"
                       "\"reproduced\":7"),

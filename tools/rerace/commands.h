@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "rerace/base/result.h"
@@ -43,6 +44,12 @@ struct FuzzFailure {
 };
 struct FuzzTrace {
   std::string trace, fix, model, strategy;
+  std::string engine = "model";  // "model" or "python"
+  // The --patch files run (python engine), named as the text names them, each with the
+  // SHA-256 of its content: (file, sha256).
+  std::vector<std::pair<std::string, std::string>> patches;
+  // "fix 'none'", "patch my_lock.py (sha256 1a2b3c4d)": what was checked, as reports name it.
+  std::string Checked() const;
   uint64_t runs = 0, failing = 0;
   std::vector<FuzzFailure> failures;
   std::string races_json;  // with --races: the campaign's distinct races, a JSON array

@@ -94,7 +94,15 @@ int RunMerge(const MergeArgs& a) {
                             kExitUsage});
       shards.push_back(shard);
       for (const auto& t : j.at("traces")) {
-        const auto key = std::make_tuple(t.at("trace").get<std::string>(), t.at("fix").get<std::string>(),
+        // Results of different patches (by content) or engines are never merged into one.
+        std::vector<std::pair<std::string, std::string>> patches;
+        if (t.contains("patches"))
+          for (const auto& p : t.at("patches"))
+            patches.emplace_back(p.at("file").get<std::string>(), p.at("sha256").get<std::string>());
+        const std::string engine = t.value("engine", std::string("model"));
+        std::string checked = t.at("fix").get<std::string>() + "|" + engine;
+        for (const auto& [file, sha] : patches) checked += "|" + file + "|" + sha;
+        const auto key = std::make_tuple(t.at("trace").get<std::string>(), checked,
                                          t.at("strategy").get<std::string>());
         FuzzTrace& m = merged[key];
         if (t.contains("races"))
@@ -109,6 +117,8 @@ int RunMerge(const MergeArgs& a) {
         m.fix = t.at("fix");
         m.strategy = t.at("strategy");
         m.model = t.value("model", "");
+        m.engine = engine;
+        m.patches = patches;
         m.runs += t.at("runs").get<uint64_t>();
         m.failing += t.at("failing").get<uint64_t>();
         for (const auto& x : t.at("failures")) {

@@ -17,6 +17,7 @@
 #include <memory>
 #include <type_traits>
 
+#include "checked.h"
 #include "commands.h"
 #include "flags.h"
 #include "output.h"
@@ -136,14 +137,19 @@ void AddCommon(CLI::App* sub, Common& c, bool with_strategy) {
   c.failure_opt = sub->add_option("--failure", c.failure,
                                   "Target one kind of failure (" +
                                       fmt::format("{}", fmt::join(FailureKinds(), ", ")) +
-                                      "), optionally where it happens (KIND@WHERE, e.g. "
-                                      "nargs-none@autotuner.py:233): the report leads with it; "
+                                      ") or the exception it raised as Python names it "
+                                      "(KeyError, TypeError), optionally where it happens "
+                                      "(KIND@WHERE, e.g. nargs-none@autotuner.py:233 or "
+                                      "KeyError@autotuner.py:74): the report leads with it; "
                                       "fuzz and check count only it")
                       ->check([](const std::string& v) -> std::string {
                         const std::string kind = v.substr(0, v.find('@'));
                         const auto& kinds = FailureKinds();
                         if (std::find(kinds.begin(), kinds.end(), kind) != kinds.end()) return "";
-                        return fmt::format("'{}' is not a failure kind ({})", kind, fmt::join(kinds, ", "));
+                        if (IsExceptionName(kind)) return "";
+                        return fmt::format("'{}' is neither a failure kind ({}) nor an exception's "
+                                           "name as Python gives it (KeyError, TypeError)",
+                                           kind, fmt::join(kinds, ", "));
                       });
   sub->add_flag("--json", c.json, "Print JSON instead of the text report");
   sub->add_flag("--races", c.races,
@@ -312,17 +318,40 @@ Result<void> RefuseOutputsAreInputs(const std::vector<std::pair<std::string, std
   return {};
 }
 
+// What a command checked, as every line names it: "fix 'lock-run'", or the patch files by name
+// and content hash ("patch my_lock.py (sha256 1a2b3c4d)").
+std::string CheckedLabel(const Common& c) { return CheckedWords(c.fix, IdentifyPatches(c.patches)); }
+
+// `"patches":[{"file":...,"sha256":...}],"engine":"python",` for a JSON object.
+std::string CheckedJson(const Common& c) {
+  std::string patches;
+  for (const PatchId& p : IdentifyPatches(c.patches))
+    patches += fmt::format("{}{{\"file\":\"{}\",\"sha256\":\"{}\"}}", patches.empty() ? "" : ",",
+                           JsonEscape(p.name), p.sha256);
+  return fmt::format("\"patches\":[{}],\"engine\":\"{}\",", patches, JsonEscape(c.engine));
+}
+
+// A schedule header's "patches": each --patch file's name and full content hash, so that a
+// schedule replays only under the patches that made it.
+std::string PatchesHeader(const Common& c) {
+  std::vector<std::string> parts;
+  for (const PatchId& p : IdentifyPatches(c.patches))
+    parts.push_back(fmt::format("{} (sha256 {})", p.name, p.sha256.empty() ? "unreadable" : p.sha256));
+  return fmt::format("{}", fmt::join(parts, ", "));
+}
+
 // `seed`: only for a schedule a seeded strategy made (none for DPOR, the recorded order or a
 // schedule file). `failure`: the finding the file is saved for, as "code at where".
 Result<void> SaveSchedule(const ReplayResult& r, const std::string& path, const std::string& trace,
                           const Common& c, std::optional<uint64_t> seed, const std::string& failure) {
-  std::vector<std::pair<std::string, std::string>> meta = {{"trace", trace},
-                                                           {"fix", c.fix},
-                                                           {"model", r.model},
-                                                           {"engine", r.engine},
-                                                           {"reps", std::to_string(c.reps)},
-                                                           {"max-steps", std::to_string(c.max_steps)},
-                                                           {"strategy", r.strategy}};
+  std::vector<std::pair<std::string, std::string>> meta = {{"trace", trace}, {"fix", c.fix}};
+  // The python engine ran no model: its header names the engine (and the patches) alone.
+  if (c.engine != "python") meta.emplace_back("model", r.model);
+  meta.emplace_back("engine", r.engine);
+  if (!c.patches.empty()) meta.emplace_back("patches", PatchesHeader(c));
+  meta.insert(meta.end(), {{"reps", std::to_string(c.reps)},
+                           {"max-steps", std::to_string(c.max_steps)},
+                           {"strategy", r.strategy}});
   if (seed) meta.emplace_back("seed", std::to_string(*seed));
   meta.emplace_back("failure", failure);
   return r.run.schedule.Save(path, meta);
@@ -394,7 +423,10 @@ Result<void> ApplyScheduleHeader(const std::string& path, Common& c) {
         return {};
       }); !r)
     return r;
-  if (auto it = meta.find("model"); it != meta.end() && it->second == "python") {
+  const auto engine = meta.find("engine");
+  if (auto it = meta.find("model");
+      (it != meta.end() && it->second == "python") ||  // written before issue 28
+      (it == meta.end() && engine != meta.end() && engine->second.rfind("python", 0) == 0)) {
     c.engine = "python";  // the real-code engine made it; ReplayEngineMatches checks which
   } else if (auto r = take("model", c.model_opt, c.model, [&](const std::string& v) -> Result<void> {
         if (std::find(ModelNames().begin(), ModelNames().end(), v) == ModelNames().end())
@@ -461,6 +493,14 @@ int RunReplay(const ReplayArgs& a) {
       return ReportError(Error{fmt::format("{} was made with the engine '{}'; this run would use "
                                            "'{}': a schedule replays only under what made it",
                                            a.schedule, it->second, now),
+                               kExitUsage});
+    const auto patches = header.find("patches");
+    const std::string given = PatchesHeader(c);
+    if (patches != header.end() && patches->second != given)
+      return ReportError(Error{fmt::format("{} was made with the patches {}; this run has {}: a "
+                                           "schedule replays only under the patches that made it",
+                                           a.schedule, patches->second,
+                                           given.empty() ? "none" : given),
                                kExitUsage});
   }
   ReplayResult r;
@@ -586,15 +626,17 @@ Result<Shard> ParseShard(const std::string& s) {
   return sh;
 }
 
-// A fix description as part of a file name: letters, digits, '.', '_' and '-' kept, the rest '_'.
-std::string FileSafe(const std::string& s) {
+// `text`'s second and later lines indented by `indent` (its first line follows a prefix).
+std::string Indented(const std::string& text, const std::string& indent) {
   std::string out;
-  for (char ch : s) {
-    const bool keep = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
-                      ch == '.' || ch == '_' || ch == '-';
-    out += keep ? ch : '_';
+  size_t pos = 0;
+  for (size_t nl; (nl = text.find('\n', pos)) != std::string::npos; pos = nl + 1) {
+    size_t from = nl + 1;
+    while (from < text.size() && text[from] == ' ') ++from;  // the words' own indent
+    out += text.substr(pos, nl + 1 - pos) + indent;
+    nl = from - 1;
   }
-  return out.empty() ? "none" : out;
+  return out + text.substr(pos);
 }
 
 std::string XmlEscape(const std::string& raw) {
@@ -623,6 +665,17 @@ static size_t HarmRank(const std::string& signature) {
   return static_cast<size_t>(std::find(kinds.begin(), kinds.end(), code) - kinds.begin());
 }
 
+std::string FuzzTrace::Checked() const {
+  std::vector<PatchId> ids;
+  for (const auto& [file, sha] : patches) {
+    PatchId p;
+    p.name = file;
+    p.sha256 = sha;
+    ids.push_back(std::move(p));
+  }
+  return CheckedWords(fix, ids, false);
+}
+
 bool FailureBefore(const FuzzFailure& x, const FuzzFailure& y) {
   return std::make_pair(HarmRank(x.signature), x.signature) <
          std::make_pair(HarmRank(y.signature), y.signature);
@@ -632,13 +685,22 @@ std::string FuzzJson(const std::vector<FuzzTrace>& all, const std::string& shard
   std::string out = fmt::format("{{\"rerace_fuzz\":1,\"shard\":\"{}\",\"traces\":[", JsonEscape(shard));
   for (size_t i = 0; i < all.size(); ++i) {
     const FuzzTrace& t = all[i];
-    out += fmt::format("{}{{\"trace\":\"{}\",\"fix\":\"{}\",\"model\":\"{}\",\"strategy\":\"{}\",\"runs\":{},\"failing\":{},\"failures\":[",
-                       i ? "," : "", JsonEscape(t.trace), JsonEscape(t.fix), t.model, JsonEscape(t.strategy), t.runs, t.failing);
+    // The python engine runs no model: "engine" says which ran, "patches" what it loaded.
+    std::string patches;
+    for (const auto& [file, sha] : t.patches)
+      patches += fmt::format("{}{{\"file\":\"{}\",\"sha256\":\"{}\"}}", patches.empty() ? "" : ",",
+                             JsonEscape(file), sha);
+    out += fmt::format("{}{{\"trace\":\"{}\",\"fix\":\"{}\",\"patches\":[{}],\"engine\":\"{}\",{}\"strategy\":\"{}\",\"runs\":{},\"failing\":{},\"failures\":[",
+                       i ? "," : "", JsonEscape(t.trace), JsonEscape(t.fix), patches, JsonEscape(t.engine),
+                       t.engine == "python" ? "" : fmt::format("\"model\":\"{}\",", t.model),
+                       JsonEscape(t.strategy), t.runs, t.failing);
     for (size_t k = 0; k < t.failures.size(); ++k) {
       const FuzzFailure& f = t.failures[k];
-      out += fmt::format("{}{{\"failure\":\"{}\",\"seed\":{},\"schedule\":\"{}\",\"schedule_file\":\"{}\",\"thread_name\":\"{}\",\"type\":\"{}\",\"message\":\"{}\",\"words\":\"{}\",\"silent\":{},\"first\":{}}}",
+      // "thread_name" only where one thread failed (a deadlock is every thread's).
+      out += fmt::format("{}{{\"failure\":\"{}\",\"seed\":{},\"schedule\":\"{}\",\"schedule_file\":\"{}\",{}\"type\":\"{}\",\"message\":\"{}\",\"words\":\"{}\",\"silent\":{},\"first\":{}}}",
                          k ? "," : "", JsonEscape(f.signature), f.seed, f.schedule, JsonEscape(f.schedule_file),
-                         JsonEscape(f.thread_name), JsonEscape(f.type), JsonEscape(f.message), JsonEscape(f.words),
+                         f.thread_name.empty() ? "" : fmt::format("\"thread_name\":\"{}\",", JsonEscape(f.thread_name)),
+                         JsonEscape(f.type), JsonEscape(f.message), JsonEscape(f.words),
                          f.silent ? "true" : "false", f.first ? "true" : "false");
     }
     out += "]";
@@ -656,7 +718,8 @@ std::string FuzzJunit(const std::vector<FuzzTrace>& all) {
   for (const FuzzTrace& t : all) {
     const std::string cls = XmlEscape(t.trace);
     ++tests;
-    cases += fmt::format("    <testcase classname=\"{}\" name=\"fix {} ({} runs, {})\"", cls, XmlEscape(t.fix), t.runs, XmlEscape(t.strategy));
+    const std::string checked = XmlEscape(t.Checked());
+    cases += fmt::format("    <testcase classname=\"{}\" name=\"{} ({} runs, {})\"", cls, checked, t.runs, XmlEscape(t.strategy));
     if (t.failures.empty()) {
       cases += "/>\n";
     } else {
@@ -667,11 +730,17 @@ std::string FuzzJunit(const std::vector<FuzzTrace>& all) {
     for (const FuzzFailure& f : t.failures) {
       ++tests;
       ++failures;
-      const std::string msg = fmt::format("{} in thread {}: {}; seed {}; replay: rerace replay {} --fix '{}' --schedule FILE with schedule {}",
-                                          f.silent ? "silent corruption" : f.type + ": " + f.message,
-                                          f.thread_name, f.words, f.seed, t.trace, t.fix, f.schedule);
-      cases += fmt::format("    <testcase classname=\"{}\" name=\"fix {}: {}\">\n      <failure message=\"{}\">{}</failure>\n    </testcase>\n",
-                           cls, XmlEscape(t.fix), XmlEscape(f.signature), XmlEscape(msg), XmlEscape(msg));
+      // The replay names the fix and engine; a patch's path and the Python are the run's.
+      std::string replay = "rerace replay " + t.trace;
+      if (t.fix != "none") replay += " --fix '" + t.fix + "'";
+      if (t.engine != "model") replay += " --engine " + t.engine;
+      replay += f.schedule_file.empty() ? " --schedule '" + f.schedule + "'" : " --schedule " + f.schedule_file;
+      if (!t.patches.empty()) replay += " (with this run's --patch and --python-exe)";
+      const std::string msg = fmt::format(
+          "{}{}: {}; seed {}; replay: {}", f.silent ? "silent corruption" : f.type + ": " + f.message,
+          f.thread_name.empty() ? "" : " in thread " + f.thread_name, f.words, f.seed, replay);
+      cases += fmt::format("    <testcase classname=\"{}\" name=\"{}: {}\">\n      <failure message=\"{}\">{}</failure>\n    </testcase>\n",
+                           cls, checked, XmlEscape(f.signature), XmlEscape(msg), XmlEscape(msg));
     }
   }
   return fmt::format("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites>\n  <testsuite name=\"rerace fuzz\" tests=\"{}\" failures=\"{}\">\n{}  </testsuite>\n</testsuites>\n",
@@ -710,6 +779,8 @@ int RunFuzz(const FuzzArgs& a) {
     ft.trace = path;
     ft.fix = a.c.fix;
     ft.model = rep.ModelName();
+    ft.engine = a.c.engine;
+    for (const PatchId& p : IdentifyPatches(a.c.patches)) ft.patches.emplace_back(p.name, p.sha256);
     ft.strategy = a.c.strategy.name;
     // Seeds: run i of this shard is global run shard.index + i * shard.count; the runs are
     // shared out over --jobs threads and merged as one job gives them (replay/campaign.h).
@@ -781,7 +852,8 @@ int RunFuzz(const FuzzArgs& a) {
     if (!a.save_dir.empty()) {
       size_t n = 0;
       for (FuzzFailure& x : ft.failures) {
-        x.schedule_file = fmt::format("{}/{}-{}-{}.sched", a.save_dir, stem, FileSafe(a.c.fix), ++n);
+        x.schedule_file = fmt::format("{}/{}-{}-{}.sched", a.save_dir, stem,
+                                      CheckedFileTag(a.c.fix, IdentifyPatches(a.c.patches)), ++n);
         const ReplayResult& keep = *kept.at(x.signature);
         if (auto s = SaveSchedule(keep, x.schedule_file, path, a.c, std::nullopt,
                                   x.signature + (x.note.empty() ? "" : " (" + x.note + ")"));
@@ -791,26 +863,31 @@ int RunFuzz(const FuzzArgs& a) {
     }
     if (a.c.races) ft.races_json = RacesJson(races);
     if (!a.c.json) {
-      std::printf("fuzz %s (model %s, fix %s, strategy %s%s%s): %llu runs, %llu failing, %zu distinct "
+      std::printf("fuzz %s (%s %s, %s, strategy %s%s%s): %llu runs, %llu failing, %zu distinct "
                   "failure(s)\n",
-                  path.c_str(), ft.model.c_str(), a.c.fix.c_str(), a.c.strategy.name.c_str(),
+                  path.c_str(), ft.engine == "python" ? "engine" : "model",
+                  ft.engine == "python" ? "python" : ft.model.c_str(), ft.Checked().c_str(),
+                  a.c.strategy.name.c_str(),
                   a.c.failure.empty() ? "" : (", failure " + a.c.failure).c_str(),
                   a.shard.empty() ? "" : fmt::format(", shard {}/{}", shard->index, shard->count).c_str(),
                   static_cast<unsigned long long>(ft.runs), static_cast<unsigned long long>(ft.failing),
                   ft.failures.size());
       size_t n = 0;
       for (const FuzzFailure& f : ft.failures) {
-        std::printf("  [%zu] %s: %s, first in %s with seed %llu\n", ++n, f.signature.c_str(),
+        // A deadlock has no thread of its own: its words say what each thread waits for.
+        std::printf("  [%zu] %s: %s, %s with seed %llu\n", ++n, f.signature.c_str(),
                     f.silent ? "silent corruption" : (f.type + ": " + f.message).c_str(),
-                    f.thread_name.c_str(), static_cast<unsigned long long>(f.seed));
-        if (!f.words.empty()) std::printf("      %s\n", f.words.c_str());
+                    f.thread_name.empty() ? "found" : ("first in " + f.thread_name).c_str(),
+                    static_cast<unsigned long long>(f.seed));
+        if (!f.words.empty()) std::printf("      %s\n", Indented(f.words, "      ").c_str());
         if (!f.note.empty() && !f.schedule_file.empty()) std::printf("      note: %s\n", f.note.c_str());
         // A failure that is not its schedule's first: --failure makes the replay lead with it.
         Common hc = a.c;
         const bool leads = f.schedule_file.empty() ? f.first : f.note.empty();
         if (!leads) {
           const size_t sp = f.signature.find(" at ");
-          hc.failure = f.signature.substr(0, sp) + "@" + f.signature.substr(sp + 4);
+          hc.failure = sp == std::string::npos ? f.signature
+                                               : f.signature.substr(0, sp) + "@" + f.signature.substr(sp + 4);
         }
         if (!f.schedule_file.empty())
           std::printf("      replay: %s --schedule %s\n", Flags(path, hc).c_str(), f.schedule_file.c_str());
@@ -843,6 +920,19 @@ struct CheckArgs {
   CLI::Option* runs_opt = nullptr;
   CLI::Option* max_runs_opt = nullptr;
 };
+
+// --save-schedule: the counterexample's schedule (text and --json alike); without one, a note
+// on stderr that nothing was written, rather than silence and no file.
+Result<void> SaveCounterexample(const CheckArgs& a, const Verdict& v, std::optional<uint64_t> seed) {
+  if (a.save.empty()) return {};
+  if (!v.counterexample) {
+    std::fprintf(stderr, "note: no counterexample was found, so there is no schedule to save: %s "
+                         "was not written\n", a.save.c_str());
+    return {};
+  }
+  return SaveSchedule(*v.counterexample, a.save, a.trace, a.c, seed,
+                      FailureOf(FirstOf(*v.counterexample, a.c.failure)));
+}
 
 int RunCheck(const CheckArgs& a) {
   if (auto same = RefuseOutputsAreInputs({{"--perfetto", a.perfetto}, {"--save-schedule", a.save}},
@@ -904,7 +994,7 @@ int RunCheck(const CheckArgs& a) {
   if (!v.holds) {
     if (auto e = RunError(*v.counterexample)) {
       Error err = *e;
-      err.message = fmt::format("check {} --fix '{}': {}", a.trace, a.c.fix, err.message);
+      err.message = fmt::format("check {} ({}): {}", a.trace, CheckedLabel(a.c), err.message);
       return ReportError(err);
     }
     Replayer rep(l->program, l->options);
@@ -915,14 +1005,16 @@ int RunCheck(const CheckArgs& a) {
     LeadWith(*v.counterexample, a.c.failure);
   }
   auto ms = [](Nanos n) { return static_cast<double>(n) / 1e6; };
+  if (!a.c.patches.empty()) v.cost.fix = CheckedLabel(a.c);  // the cost names what the verdict does
+  if (auto s = SaveCounterexample(a, v, seed); !s) return ReportError(s.error());
   if (a.c.json) {
-    std::printf("{\"trace\":\"%s\",\"fix\":\"%s\",\"failure\":\"%s\",\"verdict\":\"%s\",\"explored\":%llu,"
+    std::printf("{\"trace\":\"%s\",\"fix\":\"%s\",%s\"failure\":\"%s\",\"verdict\":\"%s\",\"explored\":%llu,"
                 "\"search\":{\"method\":\"%s\",\"bound\":%u,\"runs\":%llu,\"max_runs\":%llu,"
                 "\"exhausted\":%s,\"sampled\":%llu},"
                 "\"makespan_fix_ns\":%llu,\"makespan_none_ns\":%llu,\"makespan_recorded_ns\":%llu,"
                 "\"cost\":%s,\"counterexample\":%s%s}\n",
-                JsonEscape(a.trace).c_str(), JsonEscape(a.c.fix).c_str(), JsonEscape(a.c.failure).c_str(),
-                !v.holds ? "fails" : inconclusive ? "inconclusive" : "holds",
+                JsonEscape(a.trace).c_str(), JsonEscape(a.c.fix).c_str(), CheckedJson(a.c).c_str(),
+                JsonEscape(a.c.failure).c_str(), !v.holds ? "fails" : inconclusive ? "inconclusive" : "holds",
                 static_cast<unsigned long long>(v.explored),
                 systematic.naive ? "bounded-dfs" : "dpor", systematic.bound,
                 static_cast<unsigned long long>(systematic.verdict.explored),
@@ -939,10 +1031,6 @@ int RunCheck(const CheckArgs& a) {
   if (!v.holds) {
     std::string hint;
     if (!a.save.empty()) {
-      if (auto s = SaveSchedule(*v.counterexample, a.save, a.trace, a.c, seed,
-                                FailureOf(FirstOf(*v.counterexample, a.c.failure)));
-          !s)
-        return ReportError(s.error());
       hint = fmt::format("counterexample saved: replay it with '{} --schedule {}'",
                          Flags(a.trace, a.c), a.save);
     } else {
@@ -957,8 +1045,8 @@ int RunCheck(const CheckArgs& a) {
       if (auto w = WriteFile(a.perfetto, replay::ReplayTimeline(r, log.steps())); !w)
         return ReportError(w.error());
     }
-    std::fputs(Colour(fmt::format("verdict: fix '{}' FAILS{}: counterexample found after {} schedules ({})\n",
-                                  a.c.fix, against, v.explored, v.counterexample->strategy))
+    std::fputs(Colour(fmt::format("verdict: {} FAILS{}: counterexample found after {} schedules ({})\n",
+                                  CheckedLabel(a.c), against, v.explored, v.counterexample->strategy))
                    .c_str(),
                stdout);
     std::fputs(Colour(FormatReport(*v.counterexample, l->program, hint)).c_str(), stdout);
@@ -974,17 +1062,17 @@ int RunCheck(const CheckArgs& a) {
                              : fmt::format("stopped at the budget of {} runs{}", plan.max_runs,
                                            automatic ? "" : " (--max-runs)"));
     if (no_preemption) {
-      std::printf("verdict: inconclusive: fix '%s' did not fail%s in %llu schedule(s) without "
+      std::printf("verdict: inconclusive: %s did not fail%s in %llu schedule(s) without "
                   "preemption, but --bound 0 never preempts a thread, so it cannot reach a race: "
                   "this certifies nothing. Use --bound 1 or more, or no --bound.\n",
-                  a.c.fix.c_str(), against.c_str(), static_cast<unsigned long long>(v.explored));
+                  CheckedLabel(a.c).c_str(), against.c_str(), static_cast<unsigned long long>(v.explored));
     } else if (inconclusive) {
       // Stopped by its budget: say what was run and what was not, never "holds".
       std::fputs(Colour(fmt::format(
-                     "verdict: inconclusive: no counterexample to fix '{}'{} in {} schedules, but the "
+                     "verdict: inconclusive: no counterexample to {}{} in {} schedules, but the "
                      "{} search at bound {} was not exhausted (stopped at the budget of {} runs{}){}: "
                      "this is not a 'holds'. Give --max-runs more runs, or a lower --bound.\n",
-                     a.c.fix, against, v.explored, systematic.naive ? "bounded depth-first" : "DPOR",
+                     CheckedLabel(a.c), against, v.explored, systematic.naive ? "bounded depth-first" : "DPOR",
                      systematic.bound, plan.max_runs, a.max_runs_opt->count() > 0 ? ", --max-runs" : "",
                      automatic ? fmt::format("; {} sampled schedules after it found nothing either",
                                              v.explored - systematic.verdict.explored)
@@ -992,14 +1080,14 @@ int RunCheck(const CheckArgs& a) {
                      .c_str(),
                  stdout);
     } else if (!automatic) {
-      std::fputs(Colour(fmt::format("verdict: fix '{}' holds{} for {}\n", a.c.fix, against, systematic_text)).c_str(),
+      std::fputs(Colour(fmt::format("verdict: {} holds{} for {}\n", CheckedLabel(a.c), against, systematic_text)).c_str(),
                  stdout);
     } else {
-      std::fputs(Colour(fmt::format("verdict: fix '{}' holds{} for {}, and for every schedule "
+      std::fputs(Colour(fmt::format("verdict: {} holds{} for {}, and for every schedule "
                                     "sampled after it: {} (random walk, PCT d=2 and d=3 over k={} "
                                     "steps, seeds {}..{}). Chosen without --bound: bound {}, "
                                     "{} sampled runs; --bound B --max-runs N explores further.\n",
-                                    a.c.fix, against, systematic_text, plan.sampled_runs,
+                                    CheckedLabel(a.c), against, systematic_text, plan.sampled_runs,
                                     v.pct_steps, plan.seed, plan.seed + plan.sampled_runs - 1,
                                     plan.bound, plan.sampled_runs))
                      .c_str(),

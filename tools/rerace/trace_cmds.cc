@@ -74,10 +74,11 @@ class Summary {
     }
   }
 
-  // `mangled`: kernel names as recorded; otherwise as the source spells them (Demangle).
-  std::string Text(const Trace& t, const std::string& path, bool mangled) const {
-    auto kernel_name = [mangled](const std::string& raw) {
-      return mangled ? raw : replay::Demangle(raw);
+  // `mangled`: kernel names as recorded; `full_names`: as the source spells them (Demangle);
+  // otherwise short (ShortKernelName), as Nsight Systems shows them.
+  std::string Text(const Trace& t, const std::string& path, bool mangled, bool full_names) const {
+    auto kernel_name = [mangled, full_names](const std::string& raw) {
+      return mangled ? raw : full_names ? replay::Demangle(raw) : replay::ShortKernelName(raw);
     };
     std::string out;
     const Header& h = t.header;
@@ -132,6 +133,30 @@ class Summary {
       out += fmt::format("CUPTI records dropped: {}, recorder problems: {}\n", t.footer.cupti_dropped,
                          t.footer.problems);
     out += t.truncated ? fmt::format("TRUNCATED: {}\n", t.truncation) : "complete: yes\n";
+    return Wrapped(out);
+  }
+
+  // Every line at most kWidth columns: a longer one (a tuner's many keys, a recorded error's
+  // message, a command line) goes on at its last space that fits, on a line indented 4 more
+  // than its own. A single word longer than that (a mangled name) stays whole.
+  static constexpr size_t kWidth = 160;
+  static std::string Wrapped(const std::string& text) {
+    std::string out;
+    size_t pos = 0;
+    while (pos < text.size()) {
+      size_t nl = text.find('\n', pos);
+      if (nl == std::string::npos) nl = text.size();
+      std::string line = text.substr(pos, nl - pos);
+      pos = nl + 1;
+      const std::string indent(line.find_first_not_of(' ') + 4, ' ');
+      while (line.size() > kWidth) {
+        const size_t cut = line.rfind(' ', kWidth);
+        if (cut == std::string::npos || cut <= indent.size()) break;
+        out += line.substr(0, cut) + "\n";
+        line = indent + line.substr(cut + 1);
+      }
+      out += line + "\n";
+    }
     return out;
   }
 
@@ -162,6 +187,7 @@ struct ShowArgs {
   std::string path;
   bool frames = false;
   bool mangled = false;
+  bool full_names = false;
   int64_t raw_frame = -1;
 };
 
@@ -202,7 +228,7 @@ int RunShow(const ShowArgs& a) {
   const Trace& t = stream->trace();
   if (t.truncated)  // first, as in every command that reads a trace (the summary ends with it too)
     std::printf("warning: TRUNCATED trace %s: %s\n", a.path.c_str(), t.truncation.c_str());
-  std::fputs(summary.Text(t, a.path, a.mangled).c_str(), stdout);
+  std::fputs(summary.Text(t, a.path, a.mangled, a.full_names).c_str(), stdout);
   return kExitOk;
 }
 
@@ -240,13 +266,17 @@ void RegisterTraceCommands(CLI::App& app, CommandTable& table) {
   auto show = std::make_shared<ShowArgs>();
   CLI::App* sh = app.add_subcommand(
       "show", "Summarize a trace: machine and GPUs, threads, launches per thread and device "
-              "(kernel names demangled), each thread's tuner calls (kernel, key), each tuner with "
+              "(kernel names short, as Nsight Systems shows them), each thread's tuner calls (kernel, key), each tuner with "
               "its in-parameters, restore_value, reset_to_zero and configs, failures recorded, "
               "dropped records, truncation");
   sh->add_option("trace", show->path, "Trace file")->required();
   sh->add_flag("--frames", show->frames, "List the file's frames (offsets, kinds, sizes)");
+  auto* full = sh->add_flag("--full-names", show->full_names,
+                            "Kernel names in full, as the source spells them (demangled, with "
+                            "namespaces, template arguments and parameters), not short");
   sh->add_flag("--mangled", show->mangled,
-               "Kernel names as recorded (C++ kernels mangled), not demangled");
+               "Kernel names as recorded (C++ kernels mangled), not demangled")
+      ->excludes(full);
   sh->add_option("--raw-frame", show->raw_frame,
                  "Write frame N's payload (packed Cap'n Proto) to stdout, for "
                  "'capnp decode --packed traces/schema/trace.capnp Chunk'")

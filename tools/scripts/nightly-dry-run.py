@@ -11,8 +11,10 @@
    `if: always()`.
 3. A dry run: each job in its own empty workspace (as GitHub gives each job a fresh machine),
    each matrix entry in turn, `run:` steps under `bash --noprofile --norc -eo pipefail` (GitHub's
-   bash), the build replaced by the RERACE_BIN given, `--time 10m` by `--runs 12`, `your-fix` by
-   `tls-nargs`, traces/ holding the bundled synthetic trace, artifacts passed from job to job.
+   bash), the build replaced by the RERACE_BIN given, `--time 10m` by `--runs 12`, FIXES as the
+   file has them (a placeholder must run as copied), traces/ holding the bundled synthetic
+   trace, artifacts passed from job to job. A build of a workflow that never runs
+   `--engine python` must skip the Python environments (PYTHON_ENVS=OFF).
    Then: every fuzz step exits 0 although both fixes find failures; the merge step exits 1 (a
    failure found) after merging both fixes, each over 4 shards x 12 runs; saved schedules of the
    two fixes do not overwrite each other.
@@ -59,6 +61,7 @@ def check_structure(wf):
         if key not in wf:
             fail(f"the workflow has no '{key}'")
     jobs = wf["jobs"]
+    python_engine = "--engine python" in yaml.safe_dump(wf)
     for name, job in jobs.items():
         if "runs-on" not in job or not job.get("steps"):
             fail(f"job {name}: needs runs-on and steps")
@@ -82,6 +85,9 @@ def check_structure(wf):
             if "make -C rerace build" in run:
                 if not checked_out:
                     fail(f"{where}: builds rerace before any checkout")
+                if "PYTHON_ENVS=OFF" not in run and not python_engine:
+                    fail(f"{where}: the workflow runs rerace's C++ models only, but its build "
+                         "installs the python engine's environments (4.4 GB): add PYTHON_ENVS=OFF")
                 built = True
             elif "rerace/build/bin/rerace" in run and not built:
                 fail(f"{where}: runs rerace, but the job has not checked out and built it")
@@ -119,7 +125,6 @@ def dry_run(wf, rerace):
     os.makedirs(artifacts)
     env = dict(os.environ)
     env.update({k: str(v) for k, v in wf.get("env", {}).items()})
-    env["FIXES"] = env.get("FIXES", "").replace("your-fix", "tls-nargs")
     env["NO_PROGRESS"] = "1"
     codes = {}  # (job, matrix entry, step name) -> exit code
     for name in order(wf["jobs"]):

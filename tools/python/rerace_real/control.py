@@ -169,13 +169,15 @@ class Run:
             # that DPOR, --races and the thread's history see every object the step touches.
             self.send("m", kind, obj, label)
             if kind == W:
-                self.last_write[obj] = (ts.tid, self.step)
+                # Part of the step the thread is taking: the timeline shows that step as its
+                # first access, not this write; the words say so (_at_step).
+                self.last_write[obj] = (ts.tid, self.step, True)
             return
         ts.new_step()
         self.send("p", kind, obj, label)
         self.wait_turn(ts)
         if kind == W:
-            self.last_write[obj] = (ts.tid, self.step)
+            self.last_write[obj] = (ts.tid, self.step, False)
 
     def sync(self, op, *fields):
         """A lock/condition operation; returns the controller's value (try-acquire: 1 or 0)."""
@@ -203,26 +205,36 @@ class Run:
 
     def last_write_of(self, field):
         """' (<field> last written by thread T at step S)' for rerace's words, or ''."""
-        best = None
-        for obj, (tid, step) in self.last_write.items():
-            if obj.endswith("." + field) or obj.endswith("." + field + "{}"):
-                if best is None or step > best[1]:
-                    best = (tid, step)
-        if best is None:
+        tid, step, merged = self._last(field)
+        if tid < 0:
             return ""
-        return " (%s last written by thread %d at step %d)" % (field, best[0], best[1])
+        return " (%s last written by thread %d %s)" % (field, tid, at_step(step, merged))
 
     def last_writer(self, field):
-        best = (-1, -1)
-        for obj, (tid, step) in self.last_write.items():
+        """(thread, step, words): the last write of `field`, "at step S" as the words cite it."""
+        tid, step, merged = self._last(field)
+        return tid, step, at_step(step, merged)
+
+    def _last(self, field):
+        best = (-1, -1, False)
+        for obj, (tid, step, merged) in self.last_write.items():
             if obj.endswith("." + field) or obj.endswith("." + field + "{}"):
                 if step > best[1]:
-                    best = (tid, step)
+                    best = (tid, step, merged)
         return best
 
     def internal(self, message):
         self.send("!", message)
         os._exit(5)
+
+
+def at_step(step, merged):
+    """Where a write is on the timeline: "at step S", or, for a write the GIL merged into the
+    step of an earlier access of its thread (no switch point between), that step named so."""
+    if merged:
+        return "in step %d (after the access the timeline shows there, with no switch point " \
+               "between)" % step
+    return "at step %d" % step
 
 
 RUN = None  # the Run of this process (set in the child)
@@ -264,6 +276,22 @@ def is_ours(filename):
     if r is None:
         r = _ours_cache[filename] = os.path.realpath(filename).startswith(_ours + os.sep)
     return r
+
+
+def site_path(path):
+    """A source file as every report names it: from its package down ("triton/runtime/
+    autotuner.py", wherever that Triton is installed: site-packages or a PYTHONPATH folder),
+    else the file's name."""
+    cut = path.rfind("site-packages/")
+    if cut >= 0:
+        return path[cut + len("site-packages/"):]
+    for package in ("triton/", "fla/"):
+        cut = path.rfind("/" + package)
+        if cut >= 0:
+            return path[cut + 1:]
+        if path.startswith(package):
+            return path
+    return os.path.basename(path)
 
 
 _CALL_OPS = frozenset([

@@ -81,10 +81,7 @@ def _where():
         f = f.f_back
     if f is None:
         return ""
-    path = f.f_code.co_filename
-    cut = path.rfind("site-packages/")
-    path = path[cut + len("site-packages/"):] if cut >= 0 else path.rsplit("/", 1)[-1]
-    return "%s:%d in %s" % (path, f.f_lineno, f.f_code.co_name)
+    return "%s:%d in %s" % (control.site_path(f.f_code.co_filename), f.f_lineno, f.f_code.co_name)
 
 
 def _config_index(tuner, kwargs):

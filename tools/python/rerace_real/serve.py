@@ -27,6 +27,7 @@ progress; it signals SIGUSR1 first, and faulthandler writes every thread's stack
 """
 
 import faulthandler
+import hashlib
 import importlib.util
 import json
 import os
@@ -61,16 +62,6 @@ def _readline(rfd, state):
     return line.decode("utf-8")
 
 
-def _site_path(path):
-    cut = path.rfind("site-packages/")
-    if cut >= 0:
-        return path[cut + len("site-packages/"):]
-    cut = path.rfind("triton/")
-    if cut >= 0:
-        return path[cut:]
-    return path
-
-
 def _class_attrs(cls):
     """What a patch may change: the tuner class's functions and descriptors, by name."""
     out = {}
@@ -84,11 +75,18 @@ def _class_attrs(cls):
     return out
 
 
+_PATCH_MODULE = "rerace_patch_"  # the module name a --patch file is imported under
+
+
 def _describe(v):
     f = getattr(v, "fget", None) or v
     mod = getattr(f, "__module__", None) or type(v).__module__
     qn = getattr(f, "__qualname__", None) or type(v).__qualname__
     kind = type(v).__name__
+    code = getattr(f, "__code__", None)
+    if mod.startswith(_PATCH_MODULE) and code is not None:
+        # A --patch file's module name is this engine's own: name the user's file instead.
+        return "%s %s (%s:%d)" % (kind, qn, os.path.basename(code.co_filename), code.co_firstlineno)
     return "%s %s.%s" % (kind, mod, qn)
 
 
@@ -222,7 +220,7 @@ class Setup:
             raise SetupError("patch %s: no such file" % path, kind="nofile")
         if not os.path.isfile(path):
             raise SetupError("patch %s: not a regular file" % path, kind="nofile")
-        name = "rerace_patch_%d_%s" % (i, os.path.splitext(os.path.basename(path))[0])
+        name = "%s%d_%s" % (_PATCH_MODULE, i, os.path.splitext(os.path.basename(path))[0])
         spec = importlib.util.spec_from_file_location(name, path)
         if spec is None or spec.loader is None:
             raise SetupError("patch %s: not a Python file" % path, kind="data")
@@ -239,7 +237,10 @@ class Setup:
                 path, type(e).__name__, e, _patch_frame(e, path)), kind="data")
         after = _class_attrs(self.autotuner.Autotuner)
         changed = sorted(n for n in set(before) | set(after) if before.get(n) is not after.get(n))
-        return {"file": path, "changed": ["Autotuner.%s -> %s" % (n, _describe(after[n]))
+        with open(path, "rb") as f:
+            sha256 = hashlib.sha256(f.read()).hexdigest()
+        return {"file": path, "sha256": sha256,
+                "changed": ["Autotuner.%s -> %s" % (n, _describe(after[n]))
                                           if n in after else "Autotuner.%s removed" % n
                                           for n in changed]}
 
@@ -325,7 +326,7 @@ def _classify(e, ts, run):
         if not control.is_ours(fr.filename):
             frame = fr
             break
-    where = "%s:%d in %s" % (_site_path(frame.filename), frame.lineno, frame.name) if frame else ""
+    where = "%s:%d in %s" % (control.site_path(frame.filename), frame.lineno, frame.name) if frame else ""
     etype = type(e).__name__
     msg = str(e) if not isinstance(e, KeyError) else repr(e.args[0]) if e.args else ""
     out = {"type": etype, "message": msg, "where": where, "code": "exception",
@@ -333,18 +334,18 @@ def _classify(e, ts, run):
     fn = frame.name if frame else "?"
     restore = ts.call.get("_restore", []) if ts.call else []
     if isinstance(e, KeyError) and e.args and e.args[0] in restore:
-        other, step = run.last_writer("restore_copies")
+        other, step, at = run.last_writer("restore_copies")
         out["code"] = "in-param-not-in-cache"
-        who = "restore_copies was last written by thread %d at step %d" % (other, step) \
+        who = "restore_copies was last written by thread %d %s" % (other, at) \
             if other >= 0 else "restore_copies has no copy of it"
         out["words"] = "In-parameter %s is not in the cache: %s, while thread %d ran %s" % (
             e.args[0], who, ts.tid, fn)
         out["other"], out["other_step"] = other, step
     elif isinstance(e, TypeError) and "NoneType" in msg:
-        other, step = run.last_writer("nargs")
+        other, step, at = run.last_writer("nargs")
         out["code"] = "nargs-none"
-        out["words"] = "nargs is None while thread %d runs %s: thread %d set it to None at step %d" % (
-            ts.tid, fn, other, step)
+        out["words"] = "nargs is None while thread %d runs %s: thread %d set it to None %s" % (
+            ts.tid, fn, other, at)
         out["other"], out["other_step"] = other, step
     elif frame is None or control.is_ours(frame.filename):
         out["code"] = "internal"

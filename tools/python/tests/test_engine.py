@@ -357,3 +357,46 @@ class WhereTunersComeFromTest(unittest.TestCase):
     def test_key_values_come_from_the_recorded_key(self):
         self.assertEqual(tuners.key_values(["N"], ["x", "N"], "(1024, 'torch.float32')"), {"N": 1024})
         self.assertIsNone(tuners.key_values(["N"], ["x", "N"], "not a tuple"))
+
+
+class CitedStepTest(unittest.TestCase):
+    """Issue 28 (5): the words cite a write at the step the timeline shows it; a write the GIL
+    merged into the step of an earlier access of its thread is not shown there on its own, and
+    is cited as part of that step."""
+
+    def run_with(self, writes):
+        run = control.Run(-1, -1, False, None)
+        run.last_write.update(writes)
+        return run
+
+    def test_a_write_at_its_own_point_is_at_its_step(self):
+        run = self.run_with({"Autotuner(k).nargs": (3, 17, False), "Autotuner(k).cache": (5, 30, False)})
+        self.assertEqual(run.last_writer("nargs"), (3, 17, "at step 17"))
+        self.assertEqual(run.last_write_of("nargs"), " (nargs last written by thread 3 at step 17)")
+
+    def test_a_merged_write_is_cited_in_the_step_it_joined(self):
+        run = self.run_with({"Autotuner(k).restore_copies": (2, 40, False),
+                             "Autotuner(k).restore_copies{}": (6, 51, True)})
+        tid, step, at = run.last_writer("restore_copies")
+        self.assertEqual((tid, step), (6, 51))
+        self.assertTrue(at.startswith("in step 51 (after the access the timeline shows there"), at)
+        self.assertIn("thread 6 in step 51 (", run.last_write_of("restore_copies"))
+
+    def test_no_write_is_no_writer(self):
+        self.assertEqual(self.run_with({}).last_writer("nargs"), (-1, -1, "at step -1"))
+        self.assertEqual(self.run_with({}).last_write_of("nargs"), "")
+
+
+class SitePathTest(unittest.TestCase):
+    """Issue 28 (6): one place is spelled one way, wherever its package is installed."""
+
+    def test_places_are_spelled_from_their_package(self):
+        cases = [
+            ("/v/lib/python3.11/site-packages/triton/runtime/autotuner.py", "triton/runtime/autotuner.py"),
+            ("/work/build/py/triton-3.4.0/triton/runtime/autotuner.py", "triton/runtime/autotuner.py"),
+            ("/work/build/py/fla-core-0.6.0/fla/ops/utils.py", "fla/ops/utils.py"),
+            ("triton/runtime/autotuner.py", "triton/runtime/autotuner.py"),
+            ("/home/me/my_lock.py", "my_lock.py"),
+        ]
+        for path, want in cases:
+            self.assertEqual(control.site_path(path), want, path)

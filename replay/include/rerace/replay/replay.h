@@ -209,9 +209,13 @@ std::optional<Error> RunError(const ReplayResult& r);
 // The finding codes a run can report (for --failure), in order of harm as docs/MODEL.md ranks
 // them: silent corruption, crashes, deadlocks, then the scheduler's step bound.
 const std::vector<std::string>& FailureKinds();
-// `kind` is a code ("nargs-none"), or a code and where it happened, "CODE@WHERE" (the finding's
-// `where` contains WHERE: "nargs-none@autotuner.py:233"); empty matches any finding.
+// `kind` is a code ("nargs-none") or the name of the exception raised, as Python names it
+// ("KeyError", "TypeError": the failures that raised it), or either with where it happened,
+// "KIND@WHERE" (the finding's `where` contains WHERE: "nargs-none@autotuner.py:233");
+// empty matches any finding.
 bool Matches(const Finding& f, const std::string& kind);
+// Whether `name` can be an exception's name: a Python class name ("KeyError"), not a code.
+bool IsExceptionName(const std::string& name);
 // Whether `r` has a finding of `kind` (any finding when `kind` is empty), or a RunError.
 bool Hits(const ReplayResult& r, const std::string& kind);
 // The first finding of `kind` by step (the first finding when `kind` is empty), or null.

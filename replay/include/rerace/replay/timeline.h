@@ -28,7 +28,8 @@ class StepLog final : public sim::Strategy {
   struct Step {
     uint64_t step;
     sim::ThreadId thread;
-    sim::SchedulingPoint point;
+    sim::SchedulingPoint point;  // NB: point.label may not outlive the run (the python engine's do not)
+    std::string label;           // point.label, copied when the step was taken
   };
   explicit StepLog(sim::Strategy& inner) : inner_(inner) {}
   sim::ThreadId Pick(const sim::Choice& c) override;
@@ -65,5 +66,11 @@ Result<uint64_t> WriteTraceTimeline(const std::string& trace_path, const std::st
 // that is not a mangled C++ name (Triton's kernels) comes back unchanged. Uses the C++
 // runtime's demangler (abi::__cxa_demangle).
 std::string Demangle(const std::string& name);
+
+// A kernel's short name, as Nsight Systems shows it by default: demangled (Demangle), without
+// template arguments, parameter list, return type or namespaces ("void at::native::(anonymous
+// namespace)::distribution_elementwise_grid_stride_kernel<float, 4, ...>(long, ...)" →
+// "distribution_elementwise_grid_stride_kernel"); a Triton kernel's name comes back unchanged.
+std::string ShortKernelName(const std::string& name);
 
 }  // namespace rerace::replay
