@@ -193,6 +193,7 @@ std::string FormatJson(const ReplayResult& r, const Program& p, bool with_races)
                        d.wasted_gpu_ns);
   }
   out += fmt::format("],\"schedule\":\"{}\"", r.run.schedule.Encode());
+  if (!r.steps.empty()) out += fmt::format(",\"step_mode\":\"{}\"", JsonEscape(r.steps));
   if (with_races) out += ",\"races\":" + RacesJson(r.races);
   return out + "}";
 }

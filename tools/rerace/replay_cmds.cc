@@ -95,8 +95,8 @@ void AddCommon(CLI::App* sub, Common& c, bool with_strategy) {
                   "Where a thread can lose the interpreter: gil (only where this CPython can hand "
                   "the GIL over; the model merges the accesses between two such places into one "
                   "step), free-threaded (at every shared access), or auto (as the recorded "
-                  "interpreter ran; without a recorded one, the python engine takes gil and the "
-                  "model every access a step)")
+                  "interpreter ran; a recording that does not say is taken as CPython 3.12 with the "
+                  "GIL, the H200's, and the verdict says so)")
       ->default_val("auto")
       ->check(CLI::IsMember({"auto", "gil", "free-threaded"}));
   sub->add_option("--python-version", c.python_version,
@@ -823,6 +823,10 @@ int RunCheck(const CheckArgs& a) {
   request.max_runs_given = a.max_runs_opt->count() > 0;
   request.seed = a.seed;
   CheckOutcome outcome = CheckFix(l->program, l->options, PlanCheck(request, l->options.engine));
+  // The interpreter the model's steps assumed, when the recording does not name one: said right
+  // under the verdict (and in JSON), since the verdict depends on it (docs/FIDELITY.md).
+  const std::string assumed = Replayer(l->program, l->options).StepAssumption();
+  const std::string assumed_line = assumed.empty() ? "" : "verdict assumes " + assumed + "\n";
   const CheckPlan& plan = outcome.plan;
   const BoundedVerdict& systematic = outcome.systematic;
   Verdict& v = outcome.verdict;
@@ -854,7 +858,7 @@ int RunCheck(const CheckArgs& a) {
   if (a.c.json) {
     std::printf("{\"trace\":\"%s\",\"fix\":\"%s\",\"failure\":\"%s\",\"verdict\":\"%s\",\"explored\":%llu,"
                 "\"makespan_fix_ns\":%llu,\"makespan_none_ns\":%llu,\"makespan_recorded_ns\":%llu,"
-                "\"cost\":%s,\"counterexample\":%s%s}\n",
+                "\"cost\":%s,\"counterexample\":%s%s%s}\n",
                 JsonEscape(a.trace).c_str(), JsonEscape(a.c.fix).c_str(), JsonEscape(a.c.failure).c_str(),
                 !v.holds ? "fails" : no_preemption ? "inconclusive" : "holds",
                 static_cast<unsigned long long>(v.explored),
@@ -863,7 +867,8 @@ int RunCheck(const CheckArgs& a) {
                 static_cast<unsigned long long>(v.makespan_recorded),
                 v.holds ? CostJson(v.cost).c_str() : "null",
                 v.counterexample ? FormatJson(*v.counterexample, l->program).c_str() : "null",
-                a.c.races ? (",\"races\":" + RacesJson(v.races)).c_str() : "");
+                a.c.races ? (",\"races\":" + RacesJson(v.races)).c_str() : "",
+                assumed.empty() ? "" : (",\"assumed\":\"" + JsonEscape(assumed) + "\"").c_str());
     return v.holds ? kExitOk : kExitFound;
   }
   if (!v.holds) {
@@ -891,6 +896,7 @@ int RunCheck(const CheckArgs& a) {
                                   a.c.fix, against, v.explored, v.counterexample->strategy))
                    .c_str(),
                stdout);
+    std::fputs(assumed_line.c_str(), stdout);
     std::fputs(Colour(FormatReport(*v.counterexample, l->program, hint)).c_str(), stdout);
     std::printf("%s\n", shrink_note.c_str());
   } else {
@@ -923,6 +929,7 @@ int RunCheck(const CheckArgs& a) {
                  stdout);
     }
   }
+  if (v.holds) std::fputs(assumed_line.c_str(), stdout);
   if (a.c.races) std::fputs(FormatRaces(v.races, v.counterexample ? v.counterexample->findings
                                                                    : std::vector<Finding>{})
                                 .c_str(),

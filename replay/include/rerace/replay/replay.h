@@ -151,6 +151,11 @@ class Replayer {
   // Triton 3.6.0, patches lock_run.py". Starts the engine if needed ("" if it cannot start).
   std::string EngineSummary();
 
+  // model: when the recording does not say which Python ran it, the interpreter its steps
+  // assume, for the verdict ("CPython 3.12 with the GIL: this recording does not say ..."); else
+  // "".
+  std::string StepAssumption();
+
   const Program& program() const { return program_; }
   const ReplayOptions& options() const { return options_; }
   std::string ModelName() const;
