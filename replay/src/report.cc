@@ -127,8 +127,16 @@ std::string FormatReport(const ReplayResult& r, const Program& p, const std::str
       for (const auto& s : th.last_steps) out += fmt::format("    step {:>7}  {}\n", s.step, s.text);
     }
   }
-  out += fmt::format("simulated step time: {} ({} steps, {} preemptions)\n", Ms(r.makespan),
-                     r.run.steps, r.run.preemptions);
+  // The real-code engine's clock advances by the recorded kernels only: no step time to show
+  // (check prices its fixes with the model; check.h, PriceFix).
+  if (r.engine.rfind("python", 0) == 0)
+    out += fmt::format("simulated step time: not priced by the real-code engine, whose virtual GPU "
+                       "runs only the recorded kernels (rerace check prices a fix with the "
+                       "model) ({} steps, {} preemptions)\n",
+                       r.run.steps, r.run.preemptions);
+  else
+    out += fmt::format("simulated step time: {} ({} steps, {} preemptions)\n", Ms(r.makespan),
+                       r.run.steps, r.run.preemptions);
   for (const DuplicateTuning& d : r.duplicates)
     out += fmt::format("warning: duplicate-tuning: {} key {} tuned by {} threads; {} of GPU time "
                        "wasted\n",
@@ -174,7 +182,8 @@ std::string FormatJson(const ReplayResult& r, const Program& p, bool with_races)
   out += fmt::format("\"trace\":\"{}\",\"model\":\"{}\",\"fix\":\"{}\",\"strategy\":\"{}\",",
                      JsonEscape(p.source), r.model, JsonEscape(r.fix), JsonEscape(r.strategy));
   out += fmt::format("\"failed\":{},\"steps\":{},\"preemptions\":{},\"makespan_ns\":{},",
-                     r.failed() ? "true" : "false", r.run.steps, r.run.preemptions, r.makespan);
+                     r.failed() ? "true" : "false", r.run.steps, r.run.preemptions,
+                     r.engine.rfind("python", 0) == 0 ? "null" : std::to_string(r.makespan));
   out += "\"findings\":[";
   for (size_t i = 0; i < r.findings.size(); ++i) {
     const Finding& f = r.findings[i];
