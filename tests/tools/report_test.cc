@@ -96,7 +96,7 @@ TEST(ReportHints, EveryFuzzHintReproducesItsFailure) {
 // Item 3: the hints of replay and check.
 struct CommandCase {
   std::string command;
-  std::string hint_prefix;  // the hint follows this text, in quotes
+  std::string hint_prefix;  // the hint follows this text, to the end of its line
 };
 
 TEST(ReportHints, ReplayAndCheckHintsReproduceTheirFailure) {
@@ -104,20 +104,26 @@ TEST(ReportHints, ReplayAndCheckHintsReproduceTheirFailure) {
   const std::string synth = SampleTrace("synth-h200-shape.rrt");
   const std::string triton = SampleTrace("triton-none-h200.rrt");
   const CommandCase cases[] = {
-      {"replay " + synth + " --strategy pct --pct-depth 3 --seed 5", "replay it: '"},
-      {"replay " + triton + " --fix tls-nargs --reps 0 --seed 2 --max-steps 3000000", "replay it: '"},
+      {"replay " + synth + " --strategy pct --pct-depth 3 --seed 5",
+       "replay it (add --save-schedule FILE to keep the schedule): "},
+      {"replay " + triton + " --fix tls-nargs --reps 0 --seed 2 --max-steps 3000000",
+       "replay it (add --save-schedule FILE to keep the schedule): "},
       {"replay " + synth + " --strategy pos --seed 4 --save-schedule " + dir + "/a.sched",
-       "replay it with '"},
+       "replay it with: "},
       {"check " + triton + " --fix tls-nargs --runs 200 --save-schedule " + dir + "/b.sched",
-       "replay it with '"},
+       "replay it with: "},
       {"check " + synth + " --bound 1 --failure in-param-not-in-cache --save-schedule " + dir +
            "/c.sched",
-       "replay it with '"},
+       "replay it with: "},
       {"check " + SampleTrace("native-none-h200.rrt") + " --fix tls-nargs --save-schedule " + dir +
            "/d.sched",
-       "replay it with '"},
-      {"check " + triton + " --fix tls-nargs", "replay it: '"},  // the schedule inline
-      {"check " + triton + " --failure in-param-not-in-cache --bound 1", "replay it: '"},
+       "replay it with: "},
+      {"check " + triton + " --fix tls-nargs", "replay it (add --save-schedule FILE to keep it): "},  // the schedule inline
+      {"check " + triton + " --failure in-param-not-in-cache --bound 1",
+       "replay it (add --save-schedule FILE to keep it): "},
+      // A file name a shell must quote: the hint quotes it so that it runs as printed.
+      {"replay " + synth + " --strategy pos --seed 4 --save-schedule \"" + dir + "/it's a.sched\"",
+       "replay it with: "},
   };
   for (const CommandCase& c : cases) {
     SCOPED_TRACE(c.command);
@@ -127,7 +133,7 @@ TEST(ReportHints, ReplayAndCheckHintsReproduceTheirFailure) {
     ASSERT_NE(at, std::string::npos) << run.out;
     const size_t from = at + c.hint_prefix.size();
     const size_t end = run.out.find('\n', from);
-    const std::string cmd = run.out.substr(from, run.out.rfind('\'', end) - from);
+    const std::string cmd = run.out.substr(from, end - from);
     ASSERT_EQ(cmd.rfind("rerace replay ", 0), 0u) << cmd;
     const CliRun again = Rerace(cmd.substr(7));
     EXPECT_EQ(again.code, 1) << cmd << "\n" << again.out;

@@ -260,20 +260,43 @@ Result<std::unique_ptr<sim::Strategy>> StrategyFor(const sim::StrategySpec& spec
   return sim::MakeStrategy(s, seed);
 }
 
+// One word as a POSIX shell reads it: as is when it holds nothing the shell interprets, else
+// in single quotes, a quote inside written '\''.
+std::string ShellQuote(const std::string& w) {
+  const bool plain = !w.empty() && w.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOP"
+                                                       "QRSTUVWXYZ0123456789_@%+=:,./-") ==
+                                       std::string::npos;
+  if (plain) return w;
+  std::string q = "'";
+  for (char ch : w) q += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
+  return q + "'";
+}
+
+// The environment that changed what the real-code engine ran (PYTHONPATH picks the Triton and
+// the modules it imports): what a hint and a saved schedule must carry. Empty for the model.
+std::string EngineEnvironment(const Common& c) {
+  if (c.engine != "python") return "";
+  const char* pp = std::getenv("PYTHONPATH");
+  return pp == nullptr ? "" : pp;
+}
+
 // The replay command for this trace with every option that changes a run (what a hint must
-// carry to reproduce what it claims); the caller adds how the schedule is chosen.
+// carry to reproduce what it claims), quoted as a shell reads it, after the environment the
+// real-code engine ran in; the caller adds how the schedule is chosen.
 std::string Flags(const std::string& trace, const Common& c) {
-  std::string f = "rerace replay " + trace;
-  if (c.fix != "none") f += " --fix '" + c.fix + "'";
+  const std::string env = EngineEnvironment(c);
+  std::string f = (env.empty() ? "" : "PYTHONPATH=" + ShellQuote(env) + " ") + "rerace replay " +
+                  ShellQuote(trace);
+  if (c.fix != "none") f += " --fix " + ShellQuote(c.fix);
   if (c.model != "auto") f += " --model " + c.model;
   if (c.reps != 1) f += fmt::format(" --reps {}", c.reps);
   if (c.engine != "model") f += " --engine " + c.engine;
-  for (const std::string& p : c.patches) f += " --patch '" + p + "'";
+  for (const std::string& p : c.patches) f += " --patch " + ShellQuote(p);
   if (c.python_mode != "auto") f += " --python " + c.python_mode;
   if (!c.python_version.empty()) f += " --python-version " + c.python_version;
-  if (c.python_exe != "python3") f += " --python-exe '" + c.python_exe + "'";
+  if (c.python_exe != "python3") f += " --python-exe " + ShellQuote(c.python_exe);
   if (c.max_steps != kDefaultMaxSteps) f += fmt::format(" --max-steps {}", c.max_steps);
-  if (!c.failure.empty()) f += " --failure '" + c.failure + "'";
+  if (!c.failure.empty()) f += " --failure " + ShellQuote(c.failure);
   return f;
 }
 
@@ -296,6 +319,7 @@ Result<void> SaveSchedule(const ReplayResult& r, const std::string& path, const 
                                                            {"max-steps", std::to_string(c.max_steps)},
                                                            {"strategy", r.strategy}};
   if (seed) meta.emplace_back("seed", std::to_string(*seed));
+  if (c.engine == "python") meta.emplace_back("pythonpath", EngineEnvironment(c));
   meta.emplace_back("failure", failure);
   return r.run.schedule.Save(path, meta);
 }
@@ -427,6 +451,14 @@ int RunReplay(const ReplayArgs& a) {
                                            "'{}': a schedule replays only under what made it",
                                            a.schedule, it->second, now),
                                kExitUsage});
+    // The same Triton version can come from other module files: PYTHONPATH is said, both ways.
+    const auto pp = header.find("pythonpath");
+    if (c.engine == "python" && pp != header.end() && pp->second != EngineEnvironment(c))
+      std::fprintf(stderr,
+                   "warning: %s was made with PYTHONPATH=%s; this run has PYTHONPATH=%s (the "
+                   "engine, Triton and patches match: '%s'; modules found on the path may not)\n",
+                   a.schedule.c_str(), ShellQuote(pp->second).c_str(),
+                   ShellQuote(EngineEnvironment(c)).c_str(), now.c_str());
   }
   ReplayResult r;
   std::string how;
@@ -469,9 +501,10 @@ int RunReplay(const ReplayArgs& a) {
   if (!a.save.empty()) {
     if (auto s = SaveSchedule(r, a.save, a.trace, c, seed, FailureOf(target)); !s)
       return ReportError(s.error());
-    hint = fmt::format("schedule saved: replay it with '{} --schedule {}'", Flags(a.trace, c), a.save);
+    hint = fmt::format("schedule saved: replay it with: {} --schedule {}", Flags(a.trace, c),
+                       ShellQuote(a.save));
   } else if (r.failed() && seed) {
-    hint = fmt::format("replay it: '{}' (add --save-schedule FILE to keep the schedule)",
+    hint = fmt::format("replay it (add --save-schedule FILE to keep the schedule): {}",
                        SeedHint(a.trace, c, *seed));
   }
   const bool hit = target != nullptr;
@@ -700,7 +733,7 @@ int RunFuzz(const FuzzArgs& a) {
     if (!campaign) return ReportError(campaign.error());
     if (campaign->error) {
       Error err = *campaign->error;
-      err.message = fmt::format("fuzz {} seed {}: {} (replay it: '{}')", path, campaign->error_seed,
+      err.message = fmt::format("fuzz {} seed {}: {} (replay it with: {})", path, campaign->error_seed,
                                 err.message, SeedHint(path, a.c, campaign->error_seed));
       return ReportError(err);
     }
@@ -776,7 +809,8 @@ int RunFuzz(const FuzzArgs& a) {
           hc.failure = f.signature.substr(0, sp) + "@" + f.signature.substr(sp + 4);
         }
         if (!f.schedule_file.empty())
-          std::printf("      replay: %s --schedule %s\n", Flags(path, hc).c_str(), f.schedule_file.c_str());
+          std::printf("      replay: %s --schedule %s\n", Flags(path, hc).c_str(),
+                      ShellQuote(f.schedule_file).c_str());
         else
           std::printf("      replay: %s\n", SeedHint(path, hc, f.seed).c_str());
       }
@@ -878,11 +912,11 @@ int RunCheck(const CheckArgs& a) {
                                 FailureOf(FirstOf(*v.counterexample, a.c.failure)));
           !s)
         return ReportError(s.error());
-      hint = fmt::format("counterexample saved: replay it with '{} --schedule {}'",
-                         Flags(a.trace, a.c), a.save);
+      hint = fmt::format("counterexample saved: replay it with: {} --schedule {}",
+                         Flags(a.trace, a.c), ShellQuote(a.save));
     } else {
-      hint = fmt::format("replay it: '{} --schedule '{}'' (add --save-schedule FILE to keep it)",
-                         Flags(a.trace, a.c), v.counterexample->run.schedule.Encode());
+      hint = fmt::format("replay it (add --save-schedule FILE to keep it): {} --schedule {}",
+                         Flags(a.trace, a.c), ShellQuote(v.counterexample->run.schedule.Encode()));
     }
     if (!a.perfetto.empty()) {
       Replayer rep(l->program, l->options);
