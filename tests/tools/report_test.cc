@@ -74,7 +74,10 @@ TEST(ReportHints, EveryFuzzHintReproducesItsFailure) {
     const CliRun f = Rerace("fuzz " + SampleTrace(c.trace) + " " + flags);
     ASSERT_EQ(f.code, 1) << f.out;
     std::string code, thread;
-    static const std::regex entry(R"(^  \[[0-9]+\] ([a-z-]+) at .*, first in (.*) with seed [0-9]+$)");
+    // "first in NAME with seed N", or for a saved schedule "first in NAME in its saved schedule
+    // (found with seed N)": NAME is where its replay shows it.
+    static const std::regex entry(
+        R"(^  \[[0-9]+\] ([a-z-]+) at .*, first in (.*?)(?: in its saved schedule \(found)? with seed [0-9]+\)?$)");
     for (const std::string& line : Lines(f.out)) {
       std::smatch m;
       if (std::regex_match(line, m, entry)) {
@@ -140,6 +143,78 @@ TEST(ReportHints, ReplayAndCheckHintsReproduceTheirFailure) {
     EXPECT_EQ(FailedCode(again.out), FailedCode(run.out)) << cmd << "\n" << again.out;
     EXPECT_EQ(FailedThread(again.out), FailedThread(run.out)) << cmd << "\n" << again.out;
   }
+}
+
+#ifndef RERACE_PY_ROOT
+#define RERACE_PY_ROOT ""
+#endif
+
+// `command` run by the shell as a user pastes it, in the source tree, `rerace` on the PATH and
+// no PYTHONPATH but what the command sets.
+CliRun Pasted(const std::string& command) {
+  const char* bin = std::getenv("RERACE_BIN");
+  const std::string cmd = "cd " + Source(".") + " && unset PYTHONPATH && PATH=" +
+                          std::string(bin ? bin : "build/bin") + ":$PATH; " + command + " 2>&1";
+  CliRun r;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
+  const int status = pclose(p);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+// Issue 28, item 4: a fuzz run of the real code under PYTHONPATH=triton-3.8.0 prints hints that
+// carry it, so that each, pasted as printed, replays Triton 3.8 (not the venv's 3.6) and fails
+// as listed; the saved schedules record it, and one replayed without it is refused with both
+// Tritons named.
+TEST(ReportHints, EngineHintsCarryTheirEnvironment) {
+  const std::string root = RERACE_PY_ROOT;
+  const std::string python = root + "/venv/bin/python";
+  const std::string triton38 = root + "/triton-3.8.0";
+  if (root.empty() || access(python.c_str(), X_OK) != 0 ||
+      access((triton38 + "/.complete").c_str(), F_OK) != 0)
+    GTEST_SKIP() << python << " or " << triton38 << " is missing (tools/scripts/python-envs.sh)";
+  const std::string dir = TempDir("engine-env");
+  const std::string engine = " --engine python --python-exe " + python;
+  const CliRun f = Pasted("PYTHONPATH=" + triton38 +
+                          " rerace fuzz traces/samples/triton-none-h200.rrt --runs 3 --save-failures " +
+                          dir + engine);
+  ASSERT_EQ(f.code, 1) << f.out;
+  EXPECT_TRUE(Has(f.out, "Triton 3.8.0")) << f.out;
+  static const std::regex entry(
+      R"(^  \[[0-9]+\] ([a-z-]+) at .*, first in (.*) in its saved schedule \(found with seed [0-9]+\)$)");
+  std::string code, thread;
+  int replayed = 0;
+  for (const std::string& line : Lines(f.out)) {
+    std::smatch m;
+    if (std::regex_match(line, m, entry)) {
+      code = m[1].str();
+      thread = m[2].str();
+    } else if (line.rfind("      replay: ", 0) == 0) {
+      const std::string hint = line.substr(14);
+      SCOPED_TRACE(hint);
+      ASSERT_EQ(hint.rfind("PYTHONPATH=" + triton38 + " rerace replay ", 0), 0u);
+      const CliRun again = Pasted(hint);
+      EXPECT_EQ(again.code, 1) << again.out;
+      EXPECT_TRUE(Has(again.out, "Triton 3.8.0")) << again.out;
+      EXPECT_EQ(FailedCode(again.out), code) << again.out;
+      EXPECT_EQ(FailedThread(again.out), thread) << again.out;
+      ++replayed;
+    }
+  }
+  EXPECT_GE(replayed, 1);
+  const std::string file = dir + "/triton-none-h200-none-1.sched";
+  const std::string text = Slurp(file);
+  EXPECT_TRUE(Has(text, "# pythonpath: " + triton38 + "\n")) << text;
+  EXPECT_TRUE(Has(text, "Triton 3.8.0")) << text;
+  // Without the PYTHONPATH it was made with: another Triton, refused, both named.
+  const CliRun bare = Pasted("rerace replay traces/samples/triton-none-h200.rrt" + engine +
+                             " --schedule " + file);
+  EXPECT_EQ(bare.code, 64) << bare.out;
+  EXPECT_TRUE(Has(bare.out, "Triton 3.8.0") && Has(bare.out, "Triton 3.6.0")) << bare.out;
 }
 
 // Items 1 and 2: each saved file is named after the trace, the fix and its place in the

@@ -753,7 +753,15 @@ int RunFuzz(const FuzzArgs& a) {
       x.schedule = sh.result.run.schedule.Encode();
       // As its replay hint will show it: the saved (shrunk) schedule when there is one and
       // it fails first with it, else the seed's run.
-      const Finding& shown = !a.save_dir.empty() && sh.first_matches ? sh.result.findings.front() : f;
+      // A saved schedule that fails first with another failure still has this one later: the
+      // listing names where it happens there (the thread can differ from the seed's run).
+      const Finding* in_saved = nullptr;
+      if (!a.save_dir.empty())
+        for (const Finding& g : sh.result.findings)
+          if (in_saved == nullptr && g.code == f.code && g.where == f.where) in_saved = &g;
+      const Finding& shown = !a.save_dir.empty() && sh.first_matches ? sh.result.findings.front()
+                             : in_saved != nullptr                   ? *in_saved
+                                                                     : f;
       x.thread_name = shown.thread_name;
       x.type = shown.type;
       x.message = shown.message;
@@ -796,9 +804,12 @@ int RunFuzz(const FuzzArgs& a) {
                   ft.failures.size());
       size_t n = 0;
       for (const FuzzFailure& f : ft.failures) {
-        std::printf("  [%zu] %s: %s, first in %s with seed %llu\n", ++n, f.signature.c_str(),
+        // The label is what its replay shows: a saved (shrunk) schedule, found by a seed.
+        std::printf("  [%zu] %s: %s, first in %s%s %llu%s\n", ++n, f.signature.c_str(),
                     f.silent ? "silent corruption" : (f.type + ": " + f.message).c_str(),
-                    f.thread_name.c_str(), static_cast<unsigned long long>(f.seed));
+                    f.thread_name.c_str(),
+                    f.schedule_file.empty() ? " with seed" : " in its saved schedule (found with seed",
+                    static_cast<unsigned long long>(f.seed), f.schedule_file.empty() ? "" : ")");
         if (!f.words.empty()) std::printf("      %s\n", f.words.c_str());
         if (!f.note.empty() && !f.schedule_file.empty()) std::printf("      note: %s\n", f.note.c_str());
         // A failure that is not its schedule's first: --failure makes the replay lead with it.
