@@ -217,6 +217,45 @@ TEST(ReportHints, EngineHintsCarryTheirEnvironment) {
   EXPECT_TRUE(Has(bare.out, "Triton 3.8.0") && Has(bare.out, "Triton 3.6.0")) << bare.out;
 }
 
+// Issue 28: --engine auto says which engine runs and why, in one line: the model for a tuner
+// the real code does not run (rerace's native tuner), for a fix it has no patch for, and when
+// the Python given imports no Triton; the real code when build/py's CPython 3.12 imports the
+// Triton the recording came from (3.6: the recording does not say, as the model takes it), and
+// then its hint replays the engine it chose.
+TEST(ReportEngine, AutoSaysWhichEngineAndWhy) {
+  const std::string triton = SampleTrace("triton-none-h200.rrt");
+  const CliRun native = Rerace("replay " + SampleTrace("native-none-h200.rrt") + " --engine auto --seed 3");
+  EXPECT_EQ(native.out.rfind("engine: model (--engine auto: the recording's tuner is modelled by "
+                             "'native', which the real-code engine does not run",
+                             0),
+            0u)
+      << native.out;
+  EXPECT_TRUE(Has(native.out, "(model native, fix none")) << native.out;
+  const CliRun fix = Rerace("check " + triton + " --engine auto --fix owner-thread --bound 1 --max-runs 2");
+  EXPECT_TRUE(Has(fix.out, "engine: model (--engine auto: the real-code engine has no patch for "
+                           "--fix 'owner-thread')\n"))
+      << fix.out;
+  const CliRun none = Rerace("replay " + triton + " --engine auto --python-exe /bin/false --seed 3");
+  EXPECT_TRUE(Has(none.out, "engine: model (--engine auto: the recording came from Python with "
+                            "Triton 3.6 (the recording does not say; the model's default), but no "
+                            "Python here imports it (/bin/false (no triton))"))
+      << none.out;
+  EXPECT_TRUE(Has(none.out, "(model triton, fix none")) << none.out;
+  const std::string root = RERACE_PY_ROOT;
+  const std::string python = root + "/venv312/bin/python";
+  if (root.empty() || access(python.c_str(), X_OK) != 0)
+    GTEST_SKIP() << python << " is missing (tools/scripts/python-envs.sh)";
+  const CliRun real = Rerace("replay " + triton + " --engine auto --python-exe " + python + " --seed 3");
+  EXPECT_EQ(real.code, 1) << real.out;
+  EXPECT_TRUE(Has(real.out, "engine: python (--engine auto: the recording came from Python with "
+                            "Triton 3.6 (the recording does not say; the model's default), and " +
+                                python + " imports Triton 3.6.0"))
+      << real.out;
+  EXPECT_TRUE(Has(real.out, "(engine python: CPython 3.12")) << real.out;
+  EXPECT_TRUE(Has(real.out, "--engine python --python-exe " + python + " --strategy random --seed 3"))
+      << real.out;
+}
+
 // Items 1 and 2: each saved file is named after the trace, the fix and its place in the
 // listing; its header names the failure listed; fixes saved into one folder do not collide.
 TEST(ReportFuzz, SavedFilesMatchTheListingAndNameTheFix) {

@@ -64,6 +64,8 @@ struct Common {
   CLI::Option* reps_opt = nullptr;
   CLI::Option* max_steps_opt = nullptr;
   CLI::Option* failure_opt = nullptr;
+  CLI::Option* engine_opt = nullptr;
+  CLI::Option* python_exe_opt = nullptr;
 };
 
 void AddCommon(CLI::App* sub, Common& c, bool with_strategy) {
@@ -81,12 +83,14 @@ void AddCommon(CLI::App* sub, Common& c, bool with_strategy) {
                                     "autotuner)")
       ->default_val("auto")
       ->check(CLI::IsMember(models));
-  sub->add_option("--engine", c.engine,
+  c.engine_opt = sub->add_option("--engine", c.engine,
                   "model: rerace's C++ tuner models (fast, no Python needed); python: the real "
                   "tuner code (the Triton installed for --python-exe, the patches) run one thread "
-                  "at a time under rerace's scheduler")
+                  "at a time under rerace's scheduler; auto: python when the recording came from "
+                  "Python and a Triton of its version imports with --python-exe (else "
+                  "build/py's), else the model, said in one line on standard error")
       ->default_val("model")
-      ->check(CLI::IsMember({"model", "python"}));
+      ->check(CLI::IsMember({"model", "python", "auto"}));
   sub->add_option("--patch", c.patches,
                   "With --engine python: a Python file imported before the tuners are built, as "
                   "a training script applies a patch at start-up (repeatable)")
@@ -109,7 +113,7 @@ void AddCommon(CLI::App* sub, Common& c, bool with_strategy) {
                         v.find('.', dot + 1) == std::string::npos;
         return ok ? std::string() : "expected a version X.Y such as 3.12, found '" + v + "'";
       });
-  sub->add_option("--python-exe", c.python_exe,
+  c.python_exe_opt = sub->add_option("--python-exe", c.python_exe,
                   "With --engine python: the Python that runs the tuner code (its Triton is the "
                   "one replayed)")
       ->default_val("python3");
@@ -235,6 +239,135 @@ Result<Loaded> Load(const std::string& path, const Common& c, bool refuse_trunca
   }
   l.options.target = c.failure;
   return l;
+}
+
+std::string ShellQuote(const std::string& w);
+
+// --engine auto: the Triton version `exe` imports (with PYTHONPATH as it is now), "" when it
+// does not import. Runs the interpreter the user named or build/py's, never one a file names.
+std::string ImportedTriton(const std::string& exe) {
+  const std::string cmd = "timeout 120 " + ShellQuote(exe) +
+                          " -c 'import triton; print(triton.__version__)' 2>/dev/null";
+  FILE* p = popen(cmd.c_str(), "r");
+  if (p == nullptr) return "";
+  char buf[256] = {0};
+  std::string out;
+  while (std::fgets(buf, sizeof buf, p) != nullptr) out += buf;
+  const int status = pclose(p);
+  while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
+  const bool plain = out.find_first_not_of("0123456789.+abcdefghijklmnopqrstuvwxyz") == std::string::npos;
+  return status == 0 && plain ? out : "";
+}
+
+// "3.6.0" -> "3.6".
+std::string MajorMinor(const std::string& v) {
+  const size_t dot = v.find('.', v.find('.') + 1);
+  return v.substr(0, dot);
+}
+
+// The folder of build/py next to this binary (build/bin/rerace -> build/py), else the one the
+// build was configured with.
+std::vector<std::string> PyRoots() {
+  std::vector<std::string> roots;
+  std::error_code ec;
+  const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (!ec) roots.push_back((self.parent_path().parent_path() / "py").string());
+#ifdef RERACE_PY_ROOT
+  if (roots.empty() || roots.front() != RERACE_PY_ROOT) roots.emplace_back(RERACE_PY_ROOT);
+#endif
+  return roots;
+}
+
+// --engine auto: resolves c.engine to "python" or "model" for the trace at `path`, and says
+// which and why in one line on standard error. The real-code engine when the recording came
+// from Python (Triton's Autotuner) and a Triton of the recorded version (3.6 when it does not
+// say, as the model takes it) imports with --python-exe, or when that is not given with
+// build/py's venvs (CPython 3.12 first; another release from build/py/triton-X.Y.Z on
+// PYTHONPATH when PYTHONPATH is not set); else the model. `recorded`: --recorded, which only
+// the model follows. NB: may set PYTHONPATH for the engine (and so for the hints).
+Result<void> ResolveEngine(const std::string& path, Common& c, bool recorded) {
+  if (c.engine != "auto") return {};
+  auto chosen = [&](const std::string& engine, const std::string& why) -> Result<void> {
+    c.engine = engine;
+    if (engine == "model") c.python_exe = "python3";  // the model runs no Python
+    std::fprintf(stderr, "engine: %s (--engine auto: %s)\n", engine.c_str(), why.c_str());
+    return {};
+  };
+  auto program = ReadProgram(path);
+  if (!program) return program.error();
+  const std::string model = c.model != "auto" ? c.model : Replayer(*program, ReplayOptions{}).ModelName();
+  if (model.rfind("triton", 0) != 0)
+    return chosen("model", fmt::format("the recording's tuner is modelled by '{}', which the "
+                                       "real-code engine does not run (Triton's Autotuner only)",
+                                       model));
+  if (recorded) return chosen("model", "--recorded follows the recorded order with the model only");
+  if (!c.python_version.empty()) return chosen("model", "--python-version is the model's");
+  if (c.fix != "none") {
+    ReplayOptions probe;
+    if (!UsePythonFix(c.fix, probe))
+      return chosen("model", fmt::format("the real-code engine has no patch for --fix '{}'", c.fix));
+  }
+  bool locks = false;
+  for (const ThreadProgram& t : program->threads)
+    for (const Op& op : t.ops) locks |= op.kind == Op::Kind::kLockAcquire;
+  if (locks && c.patches.empty() && c.fix == "none")
+    return chosen("model", "the recording took locks of its own and no --patch says which code "
+                           "took them; the model replays the recorded locks");
+  std::string recorded_triton = RecordedTritonVersion(*program);
+  const std::string wanted = recorded_triton.empty()
+                                 ? (model == "triton" ? std::string("3.6") : model.substr(7))
+                                 : MajorMinor(recorded_triton);
+  const std::string from = recorded_triton.empty()
+                               ? fmt::format("Triton {} (the recording does not say; the model's "
+                                             "default)",
+                                             wanted)
+                               : "Triton " + recorded_triton + " (recorded)";
+  // Candidates: the interpreter given, else build/py's.
+  struct Candidate {
+    std::string exe;
+    std::string pythonpath;  // set for the engine when not ""
+  };
+  std::vector<Candidate> candidates;
+  const bool exe_given = c.python_exe_opt != nullptr && c.python_exe_opt->count() > 0;
+  const char* pp = std::getenv("PYTHONPATH");
+  if (exe_given) {
+    candidates.push_back({c.python_exe, ""});
+  } else {
+    for (const std::string& root : PyRoots())
+      for (const char* venv : {"venv312", "venv"}) {
+        const std::string exe = root + "/" + venv + "/bin/python";
+        if (access(exe.c_str(), X_OK) != 0) continue;
+        candidates.push_back({exe, ""});
+        if (pp == nullptr) {
+          std::error_code ec;
+          for (const auto& d : std::filesystem::directory_iterator(root, ec)) {
+            const std::string name = d.path().filename().string();
+            if (name.rfind("triton-", 0) == 0 && MajorMinor(name.substr(7)) == wanted &&
+                std::filesystem::exists(d.path() / ".complete"))
+              candidates.push_back({exe, d.path().string()});
+          }
+        }
+      }
+  }
+  std::vector<std::string> tried;
+  for (const Candidate& k : candidates) {
+    if (!k.pythonpath.empty()) setenv("PYTHONPATH", k.pythonpath.c_str(), 1);
+    const std::string v = ImportedTriton(k.exe);
+    if (!k.pythonpath.empty()) unsetenv("PYTHONPATH");
+    const std::string where = (k.pythonpath.empty() ? "" : "PYTHONPATH=" + k.pythonpath + " ") + k.exe;
+    if (!v.empty() && MajorMinor(v) == wanted) {
+      if (!k.pythonpath.empty()) setenv("PYTHONPATH", k.pythonpath.c_str(), 1);
+      c.python_exe = k.exe;
+      return chosen("python", fmt::format("the recording came from Python with {}, and {} imports "
+                                          "Triton {}; --engine model for the fast model",
+                                          from, where, v));
+    }
+    tried.push_back(where + (v.empty() ? " (no triton)" : " (Triton " + v + ")"));
+  }
+  return chosen("model", fmt::format("the recording came from Python with {}, but no Python here "
+                                     "imports it ({}); --engine python --python-exe PY runs the "
+                                     "real code",
+                                     from, tried.empty() ? std::string("none found: give --python-exe, or make build/py") : fmt::format("{}", fmt::join(tried, ", "))));
 }
 
 // python engine: starts it and says what runs (versions, switch rules, the patches and what
@@ -430,6 +563,13 @@ int RunReplay(const ReplayArgs& a) {
   const bool inline_schedule = a.schedule.rfind(std::string(sim::kScheduleFormat) + ":", 0) == 0;
   if (!a.schedule.empty() && !inline_schedule)
     if (auto h = ApplyScheduleHeader(a.schedule, c); !h) return ReportError(h.error());
+  if (c.engine == "auto" && !a.schedule.empty()) {
+    // A schedule replays under the engine that made it: its header says which.
+    const auto header = inline_schedule ? std::map<std::string, std::string>{} : ScheduleHeader(a.schedule);
+    const auto it = header.find("engine");
+    if (it != header.end() && it->second.rfind("model", 0) == 0) c.engine = "model";
+  }
+  if (auto e = ResolveEngine(a.trace, c, a.recorded); !e) return ReportError(e.error());
   if (a.recorded && c.engine == "python")
     return ReportError(Error{"--recorded follows the recorded order with the C++ tuner models; the "
                              "python engine runs the real code under its own switch points and "
@@ -1012,7 +1152,7 @@ void RegisterReplayCommands(CLI::App& app, CommandTable& table) {
   r->add_option("--perfetto", ra->perfetto,
                 "Write the run as a timeline for ui.perfetto.dev / chrome://tracing (1 us = 1 step)");
   AddCommon(r, ra->c, true);
-  table.Add(r, [ra] { return RunReplay(*ra); });
+  table.Add(r, [ra] { return RunReplay(*ra); });  // --engine auto: resolved in RunReplay
 
   auto fa = std::make_shared<FuzzArgs>();
   CLI::App* f = app.add_subcommand(
@@ -1042,7 +1182,11 @@ void RegisterReplayCommands(CLI::App& app, CommandTable& table) {
       ->default_val(0)
       ->check(flags::Count(0, 4096));
   AddCommon(f, fa->c, true);
-  table.Add(f, [fa] { return RunFuzz(*fa); });
+  table.Add(f, [fa] {
+    if (!fa->traces.empty())
+      if (auto e = ResolveEngine(fa->traces.front(), fa->c, false); !e) return ReportError(e.error());
+    return RunFuzz(*fa);
+  });
 
   auto ca = std::make_shared<CheckArgs>();
   CLI::App* c = app.add_subcommand(
@@ -1077,7 +1221,10 @@ void RegisterReplayCommands(CLI::App& app, CommandTable& table) {
   c->add_option("--save-schedule", ca->save, "Save the counterexample's schedule here");
   c->add_option("--perfetto", ca->perfetto, "Write the counterexample as a Perfetto timeline");
   AddCommon(c, ca->c, false);
-  table.Add(c, [ca] { return RunCheck(*ca); });
+  table.Add(c, [ca] {
+    if (auto e = ResolveEngine(ca->trace, ca->c, false); !e) return ReportError(e.error());
+    return RunCheck(*ca);
+  });
 }
 
 }  // namespace rerace::tools

@@ -219,6 +219,9 @@ const Finding* FirstOf(const ReplayResult& r, const std::string& kind);
 // launched or synchronized), as the summary counts them: "7 of 8 threads".
 uint32_t WorkerThreads(const Program& p);
 
+// The Triton version the recording names (the probe's metadata), "" when it does not say.
+std::string RecordedTritonVersion(const Program& p);
+
 // The tuner models, by name, in the registry's order (what --model takes besides "auto";
 // replay/src/models/registry.cc).
 const std::vector<std::string>& ModelNames();
