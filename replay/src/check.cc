@@ -6,17 +6,52 @@
 #include <memory>
 
 #include "calibrate.h"
+#include "rerace/replay/fix.h"
+#include "rerace/replay/program.h"
 #include "rerace/sim/explore.h"
 
 namespace rerace::replay {
 
 namespace {
+void Costs(const Program& program, const ReplayOptions& options, Replayer& rep, Verdict& v);
+
+// The real-code engine's virtual GPU runs the recorded kernels and nothing else (no calibrated
+// CPU time, launches, trials at once or cold start), so its own clock is no step time: a fix it
+// checks is priced by the model of the same fix, on the same calibrated virtual GPU and CPU, and
+// the cost says so. A fix the model has no equivalent for (a patch file of the user's, a
+// recorded patch checked as recorded) has no cost line, and says why.
+void EngineCosts(const Program& program, const ReplayOptions& options, Verdict& v) {
+  v.cost.fix = options.fix.name.empty() ? "none" : options.fix.name;
+  ReplayOptions shipped;  // the patch files the fix's name stands for
+  auto own = UsePythonFix(v.cost.fix, shipped);
+  auto fix = ParseFix(v.cost.fix);
+  const std::vector<std::string> recorded = PatchedParts(program);
+  if (!own || !fix) {
+    v.cost.unpriced = fmt::format("the model has no fix named '{}'", v.cost.fix);
+  } else if (options.patches.size() > shipped.patches.size()) {
+    v.cost.unpriced = "a patch file (--patch) is real code the model cannot price; the real-code "
+                      "engine's virtual GPU runs the recorded kernels only";
+  } else if (!recorded.empty() && v.cost.fix == "none") {
+    v.cost.unpriced = "the recorded program was patched and the model would price stock Triton; "
+                      "--fix NAME prices the fix it stands for";
+  }
+  if (!v.cost.unpriced.empty()) return;
+  ReplayOptions model = options;
+  model.engine = "model";
+  model.patches.clear();
+  model.fix = *fix;
+  model.target.clear();
+  Replayer rep(program, model);
+  Costs(program, model, rep, v);
+  v.cost.priced_by = "model";
+}
+
 void Costs(const Program& program, const ReplayOptions& options, Replayer& rep, Verdict& v) {
+  if (options.engine == "python") return EngineCosts(program, options, v);
   // Priced on the program with the recording's failed workers completed (calibrate.h), so that
-  // a fix that lets them go on is charged their work; the model only (the real-code engine
-  // runs the real code on what was recorded).
+  // a fix that lets them go on is charged their work.
   uint32_t completed = 0;
-  const Program full = options.engine == "python" ? Program{} : detail::CompleteFailedWorkers(program, &completed);
+  const Program full = detail::CompleteFailedWorkers(program, &completed);
   const Program& priced = completed != 0 ? full : program;
   std::unique_ptr<Replayer> own;
   if (completed != 0) own = std::make_unique<Replayer>(priced, options);
@@ -33,18 +68,12 @@ void Costs(const Program& program, const ReplayOptions& options, Replayer& rep, 
   v.cost.completed_workers = completed;
   ReplayOptions none = options;
   none.fix = Fix{};
-  none.patches.clear();  // python engine: the stock code, as installed
   Replayer base(priced, none);
   const ReplayResult without = base.RunTimed();
   v.makespan_none = without.makespan;
   if (without.failed()) v.none_timed_failure = without.findings.front().code;
   ReplayResult recorded;
-  if (options.engine == "python") {
-    // The recorded order is followed by the model (the real code does not anchor to it).
-    ReplayOptions model = none;
-    model.engine = "model";
-    recorded = Replayer(program, model).RunRecorded();
-  } else if (completed != 0) {
+  if (completed != 0) {
     recorded = Replayer(program, none).RunRecorded();  // the recording as it was
   } else {
     recorded = base.RunRecorded();
@@ -108,6 +137,13 @@ BoundedVerdict CheckFixBounded(const Program& program, const ReplayOptions& opti
   }
   Costs(program, options, rep, b.verdict);
   return b;
+}
+
+Verdict PriceFix(const Program& program, const ReplayOptions& options) {
+  Verdict v;
+  Replayer rep(program, options);
+  Costs(program, options, rep, v);
+  return v;
 }
 
 Verdict CheckFix(const Program& program, const ReplayOptions& options, uint64_t runs,

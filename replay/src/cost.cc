@@ -5,6 +5,8 @@
 
 #include <algorithm>
 
+#include "rerace/replay/replay.h"
+
 namespace rerace::replay {
 
 namespace {
@@ -70,9 +72,15 @@ std::string Baseline::Words() const {
 }
 
 std::string FormatCost(const FixCost& c) {
+  if (!c.unpriced.empty()) return fmt::format("cost: not priced: {}", c.unpriced);
+  const std::string by = c.priced_by == "model"
+                             ? " (priced by the C++ model of the same fix, the calibrated virtual "
+                               "GPU and CPU: the real-code engine runs only the recorded kernels)"
+                             : "";
   if (!c.priced)
-    return fmt::format("cost: none: with {} the timed schedule fails ({}), so it has no step time",
-                       c.fix, c.failure);
+    return fmt::format("cost: none: with {} the timed schedule fails ({}), so it has no step "
+                       "time{}",
+                       c.fix, c.failure, by);
   std::string terms;
   for (const CostTerm& t : DominantTerms(c.terms, 3)) terms += (terms.empty() ? "" : "; ") + t.words;
   const std::string because = terms.empty() ? "" : fmt::format(", because {}", terms);
@@ -95,8 +103,8 @@ std::string FormatCost(const FixCost& c) {
           : fmt::format(" ({} workers that failed in the recording are priced with the rest of the "
                         "step of a worker that completed it)",
                         c.completed_workers);
-  return fmt::format("cost: with {} the step takes {:.3f} ms in simulation{} {}{}", c.fix,
-                     Ms(c.step_ns), completed, against, because);
+  return fmt::format("cost: with {} the step takes {:.3f} ms in simulation{}{} {}{}", c.fix,
+                     Ms(c.step_ns), by, completed, against, because);
 }
 
 std::string CostJson(const FixCost& c) {
@@ -107,13 +115,15 @@ std::string CostJson(const FixCost& c) {
   return fmt::format(
       "{{\"fix\":\"{}\",\"step_ms\":{},\"failure\":{},\"baseline\":{{\"kind\":\"{}\",\"ms\":{}}},"
       "\"ratio\":{},\"completed_workers\":{},\"cold_ms\":{:.3f},\"contention\":{{\"per_doubling\":{:.3f},"
-      "\"from\":\"{}\",\"ms\":{:.3f}}},\"terms\":[{}]}}",
+      "\"from\":\"{}\",\"ms\":{:.3f}}},\"terms\":[{}],\"priced_by\":\"{}\",\"unpriced\":{}}}",
       c.fix, c.priced ? fmt::format("{:.3f}", Ms(c.step_ns)) : "null",
       c.priced ? "null" : fmt::format("\"{}\"", c.failure), c.baseline.kind.empty() ? "none" : c.baseline.kind,
       c.baseline.kind.empty() ? "null" : fmt::format("{:.3f}", Ms(c.baseline.ns)),
       c.priced && !c.baseline.kind.empty() ? fmt::format("{:.3f}", c.Ratio()) : "null",
       c.completed_workers, Ms(c.terms.cold_ns), static_cast<double>(c.terms.trial_contention_ppm) / 1e6,
-      c.terms.trial_contention_from, Ms(c.terms.trial_contention_ns), terms);
+      c.terms.trial_contention_from, Ms(c.terms.trial_contention_ns), terms,
+      c.unpriced.empty() ? (c.priced_by.empty() ? "engine" : c.priced_by) : "",
+      c.unpriced.empty() ? "null" : "\"" + JsonEscape(c.unpriced) + "\"");
 }
 
 }  // namespace rerace::replay

@@ -73,6 +73,11 @@ std::string Replayer::EngineSummary() {
   return info ? detail::EngineSummaryOf(*info) : std::string();
 }
 
+std::string Replayer::StepAssumption() {
+  if (options_.engine == "python" || !Steps().assumed) return std::string();
+  return Steps().assumption;
+}
+
 const detail::StepMode& Replayer::Steps() {
   if (!steps_) {
     const std::string name = ModelName();

@@ -127,8 +127,16 @@ std::string FormatReport(const ReplayResult& r, const Program& p, const std::str
       for (const auto& s : th.last_steps) out += fmt::format("    step {:>7}  {}\n", s.step, s.text);
     }
   }
-  out += fmt::format("simulated step time: {} ({} steps, {} preemptions)\n", Ms(r.makespan),
-                     r.run.steps, r.run.preemptions);
+  // The real-code engine's clock advances by the recorded kernels only: no step time to show
+  // (check prices its fixes with the model; check.h, PriceFix).
+  if (r.engine.rfind("python", 0) == 0)
+    out += fmt::format("simulated step time: not priced by the real-code engine, whose virtual GPU "
+                       "runs only the recorded kernels (rerace check prices a fix with the "
+                       "model) ({} steps, {} preemptions)\n",
+                       r.run.steps, r.run.preemptions);
+  else
+    out += fmt::format("simulated step time: {} ({} steps, {} preemptions)\n", Ms(r.makespan),
+                       r.run.steps, r.run.preemptions);
   for (const DuplicateTuning& d : r.duplicates)
     out += fmt::format("warning: duplicate-tuning: {} key {} tuned by {} threads; {} of GPU time "
                        "wasted\n",
@@ -179,7 +187,8 @@ std::string FormatJson(const ReplayResult& r, const Program& p, bool with_races)
                      python ? "python" : "model", JsonEscape(r.engine), JsonEscape(r.fix),
                      JsonEscape(r.strategy));
   out += fmt::format("\"failed\":{},\"steps\":{},\"preemptions\":{},\"makespan_ns\":{},",
-                     r.failed() ? "true" : "false", r.run.steps, r.run.preemptions, r.makespan);
+                     r.failed() ? "true" : "false", r.run.steps, r.run.preemptions,
+                     r.engine.rfind("python", 0) == 0 ? "null" : std::to_string(r.makespan));
   out += "\"findings\":[";
   for (size_t i = 0; i < r.findings.size(); ++i) {
     const Finding& f = r.findings[i];
@@ -200,6 +209,7 @@ std::string FormatJson(const ReplayResult& r, const Program& p, bool with_races)
                        d.wasted_gpu_ns);
   }
   out += fmt::format("],\"schedule\":\"{}\"", r.run.schedule.Encode());
+  if (!r.steps.empty()) out += fmt::format(",\"step_mode\":\"{}\"", JsonEscape(r.steps));
   if (with_races) out += ",\"races\":" + RacesJson(r.races);
   return out + "}";
 }

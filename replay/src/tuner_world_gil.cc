@@ -64,15 +64,30 @@ StepMode ResolveStepMode(const Program& p, const ReplayOptions& o, const TunerMo
                           rec.python);
     return m;
   }
-  if (o.python_mode == "auto") {
-    if (rec.known && !rec.gil) return m;  // a free-threaded build recorded it
-    if (!rec.known && o.python_version.empty()) return m;  // no metadata: as before, every access
-  }
+  if (o.python_mode == "auto" && rec.known && !rec.gil) return m;  // a free-threaded build
   m.gil = true;
+  // A recording that does not say which Python ran it (made before the probe wrote its
+  // metadata): the steps are chosen, and said, never silently every access. The H200's
+  // interpreter (CPython 3.12 with the GIL) is the evidence: there the prewarm and per-key-event
+  // fixes held, which every-access steps contradict (docs/FIDELITY.md).
+  if (!rec.known && m.python.empty()) {
+    m.python = kAssumedPython;
+    m.assumed = true;
+  }
   const std::string mode_from = o.python_mode == "gil" ? "from --python" : "as recorded";
   for (const GilTable& t : tables)
     if (m.python == t.python) m.table = &t;
-  if (m.python.empty()) {
+  if (m.assumed) {
+    m.assumption = fmt::format("CPython {} with the GIL{}: this recording does not say which "
+                        "Python ran it; --python free-threaded checks every access as a step, "
+                        "--python-version X.Y another version{}",
+                        m.python, o.python_mode == "gil" ? " (--python gil)" : "",
+                        m.table == nullptr ? fmt::format(" (model {} has no table of atomic "
+                                                         "windows for {}: every access a step)",
+                                                         model_name, m.python)
+                                           : "");
+    m.why = "assumed " + m.assumption;
+  } else if (m.python.empty()) {
     m.why = fmt::format("CPython with the GIL ({}), version unknown: no atomic windows, every "
                         "access a step (--python-version X.Y picks one)",
                         mode_from);

@@ -52,7 +52,14 @@ struct StepMode {
   std::string python;         // "3.12"; empty when unknown
   std::string why;            // one line for the report; empty when free-threaded by default
   const GilTable* table = nullptr;  // null: no window is atomic
+  // The recording does not say which Python ran it and no --python-version was given: `python`
+  // is kAssumedPython, with the GIL, and `why` says so ("assumed " + `assumption`).
+  bool assumed = false;
+  std::string assumption;
 };
+
+// The interpreter assumed for a recording that does not name one: the H200's (docs/FIDELITY.md).
+inline constexpr const char* kAssumedPython = "3.12";
 
 // The mode for replaying `p` with `model` under `o` (--python, --python-version): the recorded
 // interpreter's (the probe's metadata) unless overridden; free-threaded for a tuner that is not

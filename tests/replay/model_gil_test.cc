@@ -95,13 +95,36 @@ TEST(ModelGilSteps, MergesStepsAndSaysWhy) {
   EXPECT_NE(g.steps.find("CPython 3.12 with the GIL (as recorded"), std::string::npos) << g.steps;
   EXPECT_EQ(f.engine, "model");
   EXPECT_LT(g.run.steps, f.run.steps);  // the 213-216 and 232-233 windows are one step each
-  // A recording without the probe's metadata, nothing given: every access a step, as before.
+  // A recording without the probe's metadata, nothing given: the H200's interpreter is assumed
+  // (CPython 3.12 with the GIL, its table's windows merged), and said, with how to change it;
+  // --python gil alone assumes the same version; free-threaded is every access a step.
   const Program old = testing::LoadSample("triton-none-h200.rrt");
   Replayer plain(old, ReplayOptions{});
   sim::RandomWalk c(3);
   const ReplayResult r = plain.Run(c);
-  EXPECT_EQ(r.engine, "model");
-  EXPECT_EQ(r.steps, "");
+  EXPECT_EQ(r.engine, "model, CPython 3.12 GIL steps");
+  EXPECT_EQ(r.steps.rfind("assumed CPython 3.12 with the GIL: this recording does not say which "
+                          "Python ran it; --python free-threaded",
+                          0),
+            0u)
+      << r.steps;
+  EXPECT_EQ("assumed " + plain.StepAssumption(), r.steps);
+  ReplayOptions go;
+  go.python_mode = "gil";
+  Replayer gil_alone(old, go);
+  EXPECT_NE(gil_alone.StepAssumption().find("CPython 3.12 with the GIL (--python gil)"),
+            std::string::npos)
+      << gil_alone.StepAssumption();
+  ReplayOptions free_old;
+  free_old.python_mode = "free-threaded";
+  Replayer every(old, free_old);
+  sim::RandomWalk e(3);
+  const ReplayResult re = every.Run(e);
+  EXPECT_EQ(re.engine, "model");
+  EXPECT_EQ(every.StepAssumption(), "");
+  EXPECT_LT(r.run.steps, re.run.steps);
+  // A recording that names its interpreter assumes nothing.
+  EXPECT_EQ(recorded.StepAssumption(), "");
   // A version without a table: the GIL, no window merged, and the report says so.
   ReplayOptions o310;
   o310.python_mode = "gil";

@@ -5,7 +5,11 @@
 #include <array>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
+#include <regex>
+#include <sstream>
 #include <string>
+#include <vector>
 
 namespace {
 
@@ -290,6 +294,84 @@ TEST(CliCi, FuzzJobsGiveTheSameReportsAndScheduleFiles) {
   EXPECT_EQ(xml[1], xml[0]);
   EXPECT_EQ(json[1], json[0]);
   EXPECT_EQ(Rerace("fuzz " + t + " --jobs -1").code, 64);
+}
+
+}  // namespace
+
+namespace {
+
+// `make demo`'s verdicts against the H200's (docs/FIDELITY.md): every `rerace check TRACE --fix
+// F` that tools/scripts/demo.sh prints, run as it runs it, must give the verdict of the real runs
+// wherever FIDELITY.md has them (the Triton experiment's tables, the native step's table): "0 of
+// N" holds, any other count fails. Fixes with no real runs on that workload are listed, not
+// judged. The Triton recording does not say which Python ran it, so its verdicts must state the
+// interpreter the model assumed.
+std::vector<std::string> Words(const std::string& s) {
+  std::vector<std::string> w;
+  std::istringstream in(s);
+  for (std::string x; in >> x;) w.push_back(x);
+  return w;
+}
+
+// Fix name -> whether the real runs failed, from the tables under headings that contain `heading`.
+std::map<std::string, bool> RealOutcomes(const std::string& doc, const std::string& heading) {
+  std::map<std::string, bool> out;
+  std::istringstream in(doc);
+  bool inside = false;
+  static const std::regex kRow(R"(^\| `?([a-z-]+)`?[^|]*\| [^|]*?(\d+) of (\d+))");
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("## ", 0) == 0) inside = line.find(heading) != std::string::npos;
+    std::smatch m;
+    if (inside && std::regex_search(line, m, kRow)) out.emplace(m[1], m[2] != "0");
+  }
+  return out;
+}
+
+TEST(CliDemo, VerdictsAgreeWithTheH200) {
+  const char* src = std::getenv("RERACE_SOURCE");
+  const std::string root = src ? src : ".";
+  const std::string demo = Slurp(root + "/tools/scripts/demo.sh");
+  const std::string fidelity = Slurp(root + "/docs/FIDELITY.md");
+  ASSERT_FALSE(demo.empty());
+  ASSERT_FALSE(fidelity.empty());
+  std::map<std::string, bool> triton = RealOutcomes(fidelity, "The brief's experiment");
+  for (const auto& [fix, failed] : RealOutcomes(fidelity, "The model's steps under the GIL"))
+    triton.emplace(fix, failed);
+  const std::map<std::string, bool> native = RealOutcomes(fidelity, "The native training step");
+  ASSERT_EQ(triton.size(), 6u);  // none, lock-run, tls-nargs, tls-state, lock-key-event, prewarm
+  ASSERT_EQ(native.size(), 8u);
+  // The demo's check loops: `for fix in ...; do` followed by `check "$trace"` or `check "$native"`.
+  static const std::regex kLoop(R"re(for fix in ([a-z -]+); do\n[^\n]*check "\$(trace|native)" --fix)re");
+  int judged = 0, loops = 0;
+  for (auto it = std::sregex_iterator(demo.begin(), demo.end(), kLoop); it != std::sregex_iterator();
+       ++it) {
+    ++loops;
+    const bool is_native = (*it)[2] == "native";
+    const std::string trace = SampleTrace(is_native ? "native-none-h200.rrt" : "triton-none-h200.rrt");
+    for (const std::string& fix : Words((*it)[1])) {
+      const auto& real = is_native ? native : triton;
+      const auto r = real.find(fix);
+      if (r == real.end()) {
+        std::printf("%s --fix %s: no real runs in docs/FIDELITY.md, not judged\n",
+                    is_native ? "native" : "triton", fix.c_str());
+        continue;
+      }
+      SCOPED_TRACE((is_native ? "native --fix " : "triton --fix ") + fix);
+      const CliRun c = Rerace("check " + trace + " --fix " + fix);
+      const std::string verdict = "verdict: fix '" + fix + (r->second ? "' FAILS" : "' holds");
+      EXPECT_NE(c.out.find(verdict), std::string::npos) << c.out;
+      EXPECT_EQ(c.code, r->second ? 1 : 0);
+      if (!is_native) {
+        EXPECT_NE(c.out.find("\nverdict assumes CPython 3.12 with the GIL: this recording does "
+                             "not say which Python ran it"),
+                  std::string::npos)
+            << c.out;
+      }
+      ++judged;
+    }
+  }
+  EXPECT_EQ(loops, 2);
+  EXPECT_GE(judged, 7);  // the Triton none, tls-nargs, lock-run, prewarm; the native three
 }
 
 }  // namespace

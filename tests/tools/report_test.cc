@@ -74,7 +74,10 @@ TEST(ReportHints, EveryFuzzHintReproducesItsFailure) {
     const CliRun f = Rerace("fuzz " + SampleTrace(c.trace) + " " + flags);
     ASSERT_EQ(f.code, 1) << f.out;
     std::string code, thread;
-    static const std::regex entry(R"(^  \[[0-9]+\] ([a-z-]+) at .*, first in (.*) with seed [0-9]+$)");
+    // "first in NAME with seed N", or for a saved schedule "first in NAME in its saved schedule
+    // (found with seed N)": NAME is where its replay shows it.
+    static const std::regex entry(
+        R"(^  \[[0-9]+\] ([a-z-]+) at .*, first in (.*?)(?: in its saved schedule \(found)? with seed [0-9]+\)?$)");
     for (const std::string& line : Lines(f.out)) {
       std::smatch m;
       if (std::regex_match(line, m, entry)) {
@@ -96,7 +99,7 @@ TEST(ReportHints, EveryFuzzHintReproducesItsFailure) {
 // Item 3: the hints of replay and check.
 struct CommandCase {
   std::string command;
-  std::string hint_prefix;  // the hint follows this text, in quotes
+  std::string hint_prefix;  // the hint follows this text, to the end of its line
 };
 
 TEST(ReportHints, ReplayAndCheckHintsReproduceTheirFailure) {
@@ -104,20 +107,26 @@ TEST(ReportHints, ReplayAndCheckHintsReproduceTheirFailure) {
   const std::string synth = SampleTrace("synth-h200-shape.rrt");
   const std::string triton = SampleTrace("triton-none-h200.rrt");
   const CommandCase cases[] = {
-      {"replay " + synth + " --strategy pct --pct-depth 3 --seed 5", "replay it: '"},
-      {"replay " + triton + " --fix tls-nargs --reps 0 --seed 2 --max-steps 3000000", "replay it: '"},
+      {"replay " + synth + " --strategy pct --pct-depth 3 --seed 5",
+       "replay it (add --save-schedule FILE to keep the schedule): "},
+      {"replay " + triton + " --fix tls-nargs --reps 0 --seed 2 --max-steps 3000000",
+       "replay it (add --save-schedule FILE to keep the schedule): "},
       {"replay " + synth + " --strategy pos --seed 4 --save-schedule " + dir + "/a.sched",
-       "replay it with '"},
+       "replay it with: "},
       {"check " + triton + " --fix tls-nargs --runs 200 --save-schedule " + dir + "/b.sched",
-       "replay it with '"},
+       "replay it with: "},
       {"check " + synth + " --bound 1 --failure in-param-not-in-cache --save-schedule " + dir +
            "/c.sched",
-       "replay it with '"},
+       "replay it with: "},
       {"check " + SampleTrace("native-none-h200.rrt") + " --fix tls-nargs --save-schedule " + dir +
            "/d.sched",
-       "replay it with '"},
-      {"check " + triton + " --fix tls-nargs", "replay it: '"},  // the schedule inline
-      {"check " + triton + " --failure in-param-not-in-cache --bound 1", "replay it: '"},
+       "replay it with: "},
+      {"check " + triton + " --fix tls-nargs", "replay it (add --save-schedule FILE to keep it): "},  // the schedule inline
+      {"check " + triton + " --failure in-param-not-in-cache --bound 1",
+       "replay it (add --save-schedule FILE to keep it): "},
+      // A file name a shell must quote: the hint quotes it so that it runs as printed.
+      {"replay " + synth + " --strategy pos --seed 4 --save-schedule \"" + dir + "/it's a.sched\"",
+       "replay it with: "},
   };
   for (const CommandCase& c : cases) {
     SCOPED_TRACE(c.command);
@@ -127,13 +136,124 @@ TEST(ReportHints, ReplayAndCheckHintsReproduceTheirFailure) {
     ASSERT_NE(at, std::string::npos) << run.out;
     const size_t from = at + c.hint_prefix.size();
     const size_t end = run.out.find('\n', from);
-    const std::string cmd = run.out.substr(from, run.out.rfind('\'', end) - from);
+    const std::string cmd = run.out.substr(from, end - from);
     ASSERT_EQ(cmd.rfind("rerace replay ", 0), 0u) << cmd;
     const CliRun again = Rerace(cmd.substr(7));
     EXPECT_EQ(again.code, 1) << cmd << "\n" << again.out;
     EXPECT_EQ(FailedCode(again.out), FailedCode(run.out)) << cmd << "\n" << again.out;
     EXPECT_EQ(FailedThread(again.out), FailedThread(run.out)) << cmd << "\n" << again.out;
   }
+}
+
+#ifndef RERACE_PY_ROOT
+#define RERACE_PY_ROOT ""
+#endif
+
+// `command` run by the shell as a user pastes it, in the source tree, `rerace` on the PATH and
+// no PYTHONPATH but what the command sets.
+CliRun Pasted(const std::string& command) {
+  const char* bin = std::getenv("RERACE_BIN");
+  const std::string cmd = "cd " + Source(".") + " && unset PYTHONPATH && PATH=" +
+                          std::string(bin ? bin : "build/bin") + ":$PATH; " + command + " 2>&1";
+  CliRun r;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
+  const int status = pclose(p);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+// Issue 28, item 4: a fuzz run of the real code under PYTHONPATH=triton-3.8.0 prints hints that
+// carry it, so that each, pasted as printed, replays Triton 3.8 (not the venv's 3.6) and fails
+// as listed; the saved schedules record it, and one replayed without it is refused with both
+// Tritons named.
+TEST(ReportHints, EngineHintsCarryTheirEnvironment) {
+  const std::string root = RERACE_PY_ROOT;
+  const std::string python = root + "/venv/bin/python";
+  const std::string triton38 = root + "/triton-3.8.0";
+  if (root.empty() || access(python.c_str(), X_OK) != 0 ||
+      access((triton38 + "/.complete").c_str(), F_OK) != 0)
+    GTEST_SKIP() << python << " or " << triton38 << " is missing (tools/scripts/python-envs.sh)";
+  const std::string dir = TempDir("engine-env");
+  const std::string engine = " --engine python --python-exe " + python;
+  const CliRun f = Pasted("PYTHONPATH=" + triton38 +
+                          " rerace fuzz traces/samples/triton-none-h200.rrt --runs 3 --save-failures " +
+                          dir + engine);
+  ASSERT_EQ(f.code, 1) << f.out;
+  EXPECT_TRUE(Has(f.out, "Triton 3.8.0")) << f.out;
+  static const std::regex entry(
+      R"(^  \[[0-9]+\] ([a-z-]+) at .*, first in (.*) in its saved schedule \(found with seed [0-9]+\)$)");
+  std::string code, thread;
+  int replayed = 0;
+  for (const std::string& line : Lines(f.out)) {
+    std::smatch m;
+    if (std::regex_match(line, m, entry)) {
+      code = m[1].str();
+      thread = m[2].str();
+    } else if (line.rfind("      replay: ", 0) == 0) {
+      const std::string hint = line.substr(14);
+      SCOPED_TRACE(hint);
+      ASSERT_EQ(hint.rfind("PYTHONPATH=" + triton38 + " rerace replay ", 0), 0u);
+      const CliRun again = Pasted(hint);
+      EXPECT_EQ(again.code, 1) << again.out;
+      EXPECT_TRUE(Has(again.out, "Triton 3.8.0")) << again.out;
+      EXPECT_EQ(FailedCode(again.out), code) << again.out;
+      EXPECT_EQ(FailedThread(again.out), thread) << again.out;
+      ++replayed;
+    }
+  }
+  EXPECT_GE(replayed, 1);
+  const std::string file = dir + "/triton-none-h200-none-1.sched";
+  const std::string text = Slurp(file);
+  EXPECT_TRUE(Has(text, "# pythonpath: " + triton38 + "\n")) << text;
+  EXPECT_TRUE(Has(text, "Triton 3.8.0")) << text;
+  // Without the PYTHONPATH it was made with: another Triton, refused, both named.
+  const CliRun bare = Pasted("rerace replay traces/samples/triton-none-h200.rrt" + engine +
+                             " --schedule " + file);
+  EXPECT_EQ(bare.code, 64) << bare.out;
+  EXPECT_TRUE(Has(bare.out, "Triton 3.8.0") && Has(bare.out, "Triton 3.6.0")) << bare.out;
+}
+
+// Issue 28: --engine auto says which engine runs and why, in one line: the model for a tuner
+// the real code does not run (rerace's native tuner), for a fix it has no patch for, and when
+// the Python given imports no Triton; the real code when build/py's CPython 3.12 imports the
+// Triton the recording came from (3.6: the recording does not say, as the model takes it), and
+// then its hint replays the engine it chose.
+TEST(ReportEngine, AutoSaysWhichEngineAndWhy) {
+  const std::string triton = SampleTrace("triton-none-h200.rrt");
+  const CliRun native = Rerace("replay " + SampleTrace("native-none-h200.rrt") + " --engine auto --seed 3");
+  EXPECT_EQ(native.out.rfind("engine: model (--engine auto: the recording's tuner is modelled by "
+                             "'native', which the real-code engine does not run",
+                             0),
+            0u)
+      << native.out;
+  EXPECT_TRUE(Has(native.out, "(model native, fix none")) << native.out;
+  const CliRun fix = Rerace("check " + triton + " --engine auto --fix owner-thread --bound 1 --max-runs 2");
+  EXPECT_TRUE(Has(fix.out, "engine: model (--engine auto: the real-code engine has no patch for "
+                           "--fix 'owner-thread')\n"))
+      << fix.out;
+  const CliRun none = Rerace("replay " + triton + " --engine auto --python-exe /bin/false --seed 3");
+  EXPECT_TRUE(Has(none.out, "engine: model (--engine auto: the recording came from Python with "
+                            "Triton 3.6 (the recording does not say; the model's default), but no "
+                            "Python here imports it (/bin/false (no triton))"))
+      << none.out;
+  EXPECT_TRUE(Has(none.out, "(model triton, fix none")) << none.out;
+  const std::string root = RERACE_PY_ROOT;
+  const std::string python = root + "/venv312/bin/python";
+  if (root.empty() || access(python.c_str(), X_OK) != 0)
+    GTEST_SKIP() << python << " is missing (tools/scripts/python-envs.sh)";
+  const CliRun real = Rerace("replay " + triton + " --engine auto --python-exe " + python + " --seed 3");
+  EXPECT_EQ(real.code, 1) << real.out;
+  EXPECT_TRUE(Has(real.out, "engine: python (--engine auto: the recording came from Python with "
+                            "Triton 3.6 (the recording does not say; the model's default), and " +
+                                python + " imports Triton 3.6.0"))
+      << real.out;
+  EXPECT_TRUE(Has(real.out, "(engine python: CPython 3.12")) << real.out;
+  EXPECT_TRUE(Has(real.out, "--engine python --python-exe " + python + " --strategy random --seed 3"))
+      << real.out;
 }
 
 // Items 1 and 2: each saved file is named after the trace, the fix and its place in the

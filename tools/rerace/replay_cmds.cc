@@ -68,6 +68,8 @@ struct Common {
   CLI::Option* reps_opt = nullptr;
   CLI::Option* max_steps_opt = nullptr;
   CLI::Option* failure_opt = nullptr;
+  CLI::Option* engine_opt = nullptr;
+  CLI::Option* python_exe_opt = nullptr;
 };
 
 void AddCommon(CLI::App* sub, Common& c, bool with_strategy) {
@@ -85,12 +87,14 @@ void AddCommon(CLI::App* sub, Common& c, bool with_strategy) {
                                     "autotuner)")
       ->default_val("auto")
       ->check(CLI::IsMember(models));
-  sub->add_option("--engine", c.engine,
+  c.engine_opt = sub->add_option("--engine", c.engine,
                   "model: rerace's C++ tuner models (fast, no Python needed); python: the real "
                   "tuner code (the Triton installed for --python-exe, the patches) run one thread "
-                  "at a time under rerace's scheduler")
+                  "at a time under rerace's scheduler; auto: python when the recording came from "
+                  "Python and a Triton of its version imports with --python-exe (else "
+                  "build/py's), else the model, said in one line on standard error")
       ->default_val("model")
-      ->check(CLI::IsMember({"model", "python"}));
+      ->check(CLI::IsMember({"model", "python", "auto"}));
   sub->add_option("--patch", c.patches,
                   "With --engine python: a Python file imported before the tuners are built, as "
                   "a training script applies a patch at start-up (repeatable)")
@@ -99,8 +103,8 @@ void AddCommon(CLI::App* sub, Common& c, bool with_strategy) {
                   "Where a thread can lose the interpreter: gil (only where this CPython can hand "
                   "the GIL over; the model merges the accesses between two such places into one "
                   "step), free-threaded (at every shared access), or auto (as the recorded "
-                  "interpreter ran; without a recorded one, the python engine takes gil and the "
-                  "model every access a step)")
+                  "interpreter ran; a recording that does not say is taken as CPython 3.12 with the "
+                  "GIL, the H200's, and the verdict says so)")
       ->default_val("auto")
       ->check(CLI::IsMember({"auto", "gil", "free-threaded"}));
   sub->add_option("--python-version", c.python_version,
@@ -113,7 +117,7 @@ void AddCommon(CLI::App* sub, Common& c, bool with_strategy) {
                         v.find('.', dot + 1) == std::string::npos;
         return ok ? std::string() : "expected a version X.Y such as 3.12, found '" + v + "'";
       });
-  sub->add_option("--python-exe", c.python_exe,
+  c.python_exe_opt = sub->add_option("--python-exe", c.python_exe,
                   "With --engine python: the Python that runs the tuner code (its Triton is the "
                   "one replayed)")
       ->default_val("python3");
@@ -260,6 +264,135 @@ Result<Loaded> Load(const std::string& path, const Common& c, bool refuse_trunca
   return l;
 }
 
+std::string ShellQuote(const std::string& w);
+
+// --engine auto: the Triton version `exe` imports (with PYTHONPATH as it is now), "" when it
+// does not import. Runs the interpreter the user named or build/py's, never one a file names.
+std::string ImportedTriton(const std::string& exe) {
+  const std::string cmd = "timeout 120 " + ShellQuote(exe) +
+                          " -c 'import triton; print(triton.__version__)' 2>/dev/null";
+  FILE* p = popen(cmd.c_str(), "r");
+  if (p == nullptr) return "";
+  char buf[256] = {0};
+  std::string out;
+  while (std::fgets(buf, sizeof buf, p) != nullptr) out += buf;
+  const int status = pclose(p);
+  while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
+  const bool plain = out.find_first_not_of("0123456789.+abcdefghijklmnopqrstuvwxyz") == std::string::npos;
+  return status == 0 && plain ? out : "";
+}
+
+// "3.6.0" -> "3.6".
+std::string MajorMinor(const std::string& v) {
+  const size_t dot = v.find('.', v.find('.') + 1);
+  return v.substr(0, dot);
+}
+
+// The folder of build/py next to this binary (build/bin/rerace -> build/py), else the one the
+// build was configured with.
+std::vector<std::string> PyRoots() {
+  std::vector<std::string> roots;
+  std::error_code ec;
+  const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (!ec) roots.push_back((self.parent_path().parent_path() / "py").string());
+#ifdef RERACE_PY_ROOT
+  if (roots.empty() || roots.front() != RERACE_PY_ROOT) roots.emplace_back(RERACE_PY_ROOT);
+#endif
+  return roots;
+}
+
+// --engine auto: resolves c.engine to "python" or "model" for the trace at `path`, and says
+// which and why in one line on standard error. The real-code engine when the recording came
+// from Python (Triton's Autotuner) and a Triton of the recorded version (3.6 when it does not
+// say, as the model takes it) imports with --python-exe, or when that is not given with
+// build/py's venvs (CPython 3.12 first; another release from build/py/triton-X.Y.Z on
+// PYTHONPATH when PYTHONPATH is not set); else the model. `recorded`: --recorded, which only
+// the model follows. NB: may set PYTHONPATH for the engine (and so for the hints).
+Result<void> ResolveEngine(const std::string& path, Common& c, bool recorded) {
+  if (c.engine != "auto") return {};
+  auto chosen = [&](const std::string& engine, const std::string& why) -> Result<void> {
+    c.engine = engine;
+    if (engine == "model") c.python_exe = "python3";  // the model runs no Python
+    std::fprintf(stderr, "engine: %s (--engine auto: %s)\n", engine.c_str(), why.c_str());
+    return {};
+  };
+  auto program = ReadProgram(path);
+  if (!program) return program.error();
+  const std::string model = c.model != "auto" ? c.model : Replayer(*program, ReplayOptions{}).ModelName();
+  if (model.rfind("triton", 0) != 0)
+    return chosen("model", fmt::format("the recording's tuner is modelled by '{}', which the "
+                                       "real-code engine does not run (Triton's Autotuner only)",
+                                       model));
+  if (recorded) return chosen("model", "--recorded follows the recorded order with the model only");
+  if (!c.python_version.empty()) return chosen("model", "--python-version is the model's");
+  if (c.fix != "none") {
+    ReplayOptions probe;
+    if (!UsePythonFix(c.fix, probe))
+      return chosen("model", fmt::format("the real-code engine has no patch for --fix '{}'", c.fix));
+  }
+  bool locks = false;
+  for (const ThreadProgram& t : program->threads)
+    for (const Op& op : t.ops) locks |= op.kind == Op::Kind::kLockAcquire;
+  if (locks && c.patches.empty() && c.fix == "none")
+    return chosen("model", "the recording took locks of its own and no --patch says which code "
+                           "took them; the model replays the recorded locks");
+  std::string recorded_triton = RecordedTritonVersion(*program);
+  const std::string wanted = recorded_triton.empty()
+                                 ? (model == "triton" ? std::string("3.6") : model.substr(7))
+                                 : MajorMinor(recorded_triton);
+  const std::string from = recorded_triton.empty()
+                               ? fmt::format("Triton {} (the recording does not say; the model's "
+                                             "default)",
+                                             wanted)
+                               : "Triton " + recorded_triton + " (recorded)";
+  // Candidates: the interpreter given, else build/py's.
+  struct Candidate {
+    std::string exe;
+    std::string pythonpath;  // set for the engine when not ""
+  };
+  std::vector<Candidate> candidates;
+  const bool exe_given = c.python_exe_opt != nullptr && c.python_exe_opt->count() > 0;
+  const char* pp = std::getenv("PYTHONPATH");
+  if (exe_given) {
+    candidates.push_back({c.python_exe, ""});
+  } else {
+    for (const std::string& root : PyRoots())
+      for (const char* venv : {"venv312", "venv"}) {
+        const std::string exe = root + "/" + venv + "/bin/python";
+        if (access(exe.c_str(), X_OK) != 0) continue;
+        candidates.push_back({exe, ""});
+        if (pp == nullptr) {
+          std::error_code ec;
+          for (const auto& d : std::filesystem::directory_iterator(root, ec)) {
+            const std::string name = d.path().filename().string();
+            if (name.rfind("triton-", 0) == 0 && MajorMinor(name.substr(7)) == wanted &&
+                std::filesystem::exists(d.path() / ".complete"))
+              candidates.push_back({exe, d.path().string()});
+          }
+        }
+      }
+  }
+  std::vector<std::string> tried;
+  for (const Candidate& k : candidates) {
+    if (!k.pythonpath.empty()) setenv("PYTHONPATH", k.pythonpath.c_str(), 1);
+    const std::string v = ImportedTriton(k.exe);
+    if (!k.pythonpath.empty()) unsetenv("PYTHONPATH");
+    const std::string where = (k.pythonpath.empty() ? "" : "PYTHONPATH=" + k.pythonpath + " ") + k.exe;
+    if (!v.empty() && MajorMinor(v) == wanted) {
+      if (!k.pythonpath.empty()) setenv("PYTHONPATH", k.pythonpath.c_str(), 1);
+      c.python_exe = k.exe;
+      return chosen("python", fmt::format("the recording came from Python with {}, and {} imports "
+                                          "Triton {}; --engine model for the fast model",
+                                          from, where, v));
+    }
+    tried.push_back(where + (v.empty() ? " (no triton)" : " (Triton " + v + ")"));
+  }
+  return chosen("model", fmt::format("the recording came from Python with {}, but no Python here "
+                                     "imports it ({}); --engine python --python-exe PY runs the "
+                                     "real code",
+                                     from, tried.empty() ? std::string("none found: give --python-exe, or make build/py") : fmt::format("{}", fmt::join(tried, ", "))));
+}
+
 // python engine: starts it and says what runs (versions, switch rules, the patches and what
 // each changed), once per command, on standard error.
 Result<void> StartEngine(Replayer& rep) {
@@ -283,21 +416,44 @@ Result<std::unique_ptr<sim::Strategy>> StrategyFor(const sim::StrategySpec& spec
   return sim::MakeStrategy(s, seed);
 }
 
+// One word as a POSIX shell reads it: as is when it holds nothing the shell interprets, else
+// in single quotes, a quote inside written '\''.
+std::string ShellQuote(const std::string& w) {
+  const bool plain = !w.empty() && w.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOP"
+                                                       "QRSTUVWXYZ0123456789_@%+=:,./-") ==
+                                       std::string::npos;
+  if (plain) return w;
+  std::string q = "'";
+  for (char ch : w) q += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
+  return q + "'";
+}
+
+// The environment that changed what the real-code engine ran (PYTHONPATH picks the Triton and
+// the modules it imports): what a hint and a saved schedule must carry. Empty for the model.
+std::string EngineEnvironment(const Common& c) {
+  if (c.engine != "python") return "";
+  const char* pp = std::getenv("PYTHONPATH");
+  return pp == nullptr ? "" : pp;
+}
+
 // The replay command for this trace with every option that changes a run (what a hint must
-// carry to reproduce what it claims); the caller adds how the schedule is chosen.
+// carry to reproduce what it claims), quoted as a shell reads it, after the environment the
+// real-code engine ran in; the caller adds how the schedule is chosen.
 std::string Flags(const std::string& trace, const Common& c) {
-  std::string f = "rerace replay " + trace;
-  if (c.fix != "none") f += " --fix '" + c.fix + "'";
+  const std::string env = EngineEnvironment(c);
+  std::string f = (env.empty() ? "" : "PYTHONPATH=" + ShellQuote(env) + " ") + "rerace replay " +
+                  ShellQuote(trace);
+  if (c.fix != "none") f += " --fix " + ShellQuote(c.fix);
   if (c.model != "auto") f += " --model " + c.model;
   if (c.reps != 1) f += fmt::format(" --reps {}", c.reps);
   if (c.engine != "model") f += " --engine " + c.engine;
-  for (const std::string& p : c.patches) f += " --patch '" + p + "'";
+  for (const std::string& p : c.patches) f += " --patch " + ShellQuote(p);
   if (c.python_mode != "auto") f += " --python " + c.python_mode;
   if (!c.python_version.empty()) f += " --python-version " + c.python_version;
-  if (c.python_exe != "python3") f += " --python-exe '" + c.python_exe + "'";
+  if (c.python_exe != "python3") f += " --python-exe " + ShellQuote(c.python_exe);
   if (c.allow_recorded_patch) f += " --allow-recorded-patch";
   if (c.max_steps != kDefaultMaxSteps) f += fmt::format(" --max-steps {}", c.max_steps);
-  if (!c.failure.empty()) f += " --failure '" + c.failure + "'";
+  if (!c.failure.empty()) f += " --failure " + ShellQuote(c.failure);
   return f;
 }
 
@@ -353,6 +509,7 @@ Result<void> SaveSchedule(const ReplayResult& r, const std::string& path, const 
                            {"max-steps", std::to_string(c.max_steps)},
                            {"strategy", r.strategy}});
   if (seed) meta.emplace_back("seed", std::to_string(*seed));
+  if (c.engine == "python") meta.emplace_back("pythonpath", EngineEnvironment(c));
   meta.emplace_back("failure", failure);
   return r.run.schedule.Save(path, meta);
 }
@@ -473,6 +630,13 @@ int RunReplay(const ReplayArgs& a) {
   const bool inline_schedule = a.schedule.rfind(std::string(sim::kScheduleFormat) + ":", 0) == 0;
   if (!a.schedule.empty() && !inline_schedule)
     if (auto h = ApplyScheduleHeader(a.schedule, c); !h) return ReportError(h.error());
+  if (c.engine == "auto" && !a.schedule.empty()) {
+    // A schedule replays under the engine that made it: its header says which.
+    const auto header = inline_schedule ? std::map<std::string, std::string>{} : ScheduleHeader(a.schedule);
+    const auto it = header.find("engine");
+    if (it != header.end() && it->second.rfind("model", 0) == 0) c.engine = "model";
+  }
+  if (auto e = ResolveEngine(a.trace, c, a.recorded); !e) return ReportError(e.error());
   if (a.recorded && c.engine == "python")
     return ReportError(Error{"--recorded follows the recorded order with the C++ tuner models; the "
                              "python engine runs the real code under its own switch points and "
@@ -502,6 +666,14 @@ int RunReplay(const ReplayArgs& a) {
                                            a.schedule, patches->second,
                                            given.empty() ? "none" : given),
                                kExitUsage});
+    // The same Triton version can come from other module files: PYTHONPATH is said, both ways.
+    const auto pp = header.find("pythonpath");
+    if (c.engine == "python" && pp != header.end() && pp->second != EngineEnvironment(c))
+      std::fprintf(stderr,
+                   "warning: %s was made with PYTHONPATH=%s; this run has PYTHONPATH=%s (the "
+                   "engine, Triton and patches match: '%s'; modules found on the path may not)\n",
+                   a.schedule.c_str(), ShellQuote(pp->second).c_str(),
+                   ShellQuote(EngineEnvironment(c)).c_str(), now.c_str());
   }
   ReplayResult r;
   std::string how;
@@ -544,9 +716,10 @@ int RunReplay(const ReplayArgs& a) {
   if (!a.save.empty()) {
     if (auto s = SaveSchedule(r, a.save, a.trace, c, seed, FailureOf(target)); !s)
       return ReportError(s.error());
-    hint = fmt::format("schedule saved: replay it with '{} --schedule {}'", Flags(a.trace, c), a.save);
+    hint = fmt::format("schedule saved: replay it with: {} --schedule {}", Flags(a.trace, c),
+                       ShellQuote(a.save));
   } else if (r.failed() && seed) {
-    hint = fmt::format("replay it: '{}' (add --save-schedule FILE to keep the schedule)",
+    hint = fmt::format("replay it (add --save-schedule FILE to keep the schedule): {}",
                        SeedHint(a.trace, c, *seed));
   }
   const bool hit = target != nullptr;
@@ -808,7 +981,7 @@ int RunFuzz(const FuzzArgs& a) {
     if (!campaign) return ReportError(campaign.error());
     if (campaign->error) {
       Error err = *campaign->error;
-      err.message = fmt::format("fuzz {} seed {}: {} (replay it: '{}')", path, campaign->error_seed,
+      err.message = fmt::format("fuzz {} seed {}: {} (replay it with: {})", path, campaign->error_seed,
                                 err.message, SeedHint(path, a.c, campaign->error_seed));
       return ReportError(err);
     }
@@ -828,7 +1001,15 @@ int RunFuzz(const FuzzArgs& a) {
       x.schedule = sh.result.run.schedule.Encode();
       // As its replay hint will show it: the saved (shrunk) schedule when there is one and
       // it fails first with it, else the seed's run.
-      const Finding& shown = !a.save_dir.empty() && sh.first_matches ? sh.result.findings.front() : f;
+      // A saved schedule that fails first with another failure still has this one later: the
+      // listing names where it happens there (the thread can differ from the seed's run).
+      const Finding* in_saved = nullptr;
+      if (!a.save_dir.empty())
+        for (const Finding& g : sh.result.findings)
+          if (in_saved == nullptr && g.code == f.code && g.where == f.where) in_saved = &g;
+      const Finding& shown = !a.save_dir.empty() && sh.first_matches ? sh.result.findings.front()
+                             : in_saved != nullptr                   ? *in_saved
+                                                                     : f;
       x.thread_name = shown.thread_name;
       x.type = shown.type;
       x.message = shown.message;
@@ -874,11 +1055,13 @@ int RunFuzz(const FuzzArgs& a) {
                   ft.failures.size());
       size_t n = 0;
       for (const FuzzFailure& f : ft.failures) {
-        // A deadlock has no thread of its own: its words say what each thread waits for.
-        std::printf("  [%zu] %s: %s, %s with seed %llu\n", ++n, f.signature.c_str(),
+        // A deadlock has no thread of its own: its words say what each thread waits for. The
+        // label is what its replay shows: a saved (shrunk) schedule, found by a seed.
+        std::printf("  [%zu] %s: %s, %s%s %llu%s\n", ++n, f.signature.c_str(),
                     f.silent ? "silent corruption" : (f.type + ": " + f.message).c_str(),
                     f.thread_name.empty() ? "found" : ("first in " + f.thread_name).c_str(),
-                    static_cast<unsigned long long>(f.seed));
+                    f.schedule_file.empty() ? " with seed" : " in its saved schedule (found with seed",
+                    static_cast<unsigned long long>(f.seed), f.schedule_file.empty() ? "" : ")");
         if (!f.words.empty()) std::printf("      %s\n", Indented(f.words, "      ").c_str());
         if (!f.note.empty() && !f.schedule_file.empty()) std::printf("      note: %s\n", f.note.c_str());
         // A failure that is not its schedule's first: --failure makes the replay lead with it.
@@ -890,7 +1073,8 @@ int RunFuzz(const FuzzArgs& a) {
                                                : f.signature.substr(0, sp) + "@" + f.signature.substr(sp + 4);
         }
         if (!f.schedule_file.empty())
-          std::printf("      replay: %s --schedule %s\n", Flags(path, hc).c_str(), f.schedule_file.c_str());
+          std::printf("      replay: %s --schedule %s\n", Flags(path, hc).c_str(),
+                      ShellQuote(f.schedule_file).c_str());
         else
           std::printf("      replay: %s\n", SeedHint(path, hc, f.seed).c_str());
       }
@@ -973,6 +1157,10 @@ int RunCheck(const CheckArgs& a) {
     };
   CheckOutcome outcome = CheckFix(l->program, l->options, check_plan, show);
   if (progress) std::fprintf(stderr, "\r\033[K");
+  // The interpreter the model's steps assumed, when the recording does not name one: said right
+  // under the verdict (and in JSON), since the verdict depends on it (docs/FIDELITY.md).
+  const std::string assumed = Replayer(l->program, l->options).StepAssumption();
+  const std::string assumed_line = assumed.empty() ? "" : "verdict assumes " + assumed + "\n";
   const CheckPlan& plan = outcome.plan;
   const BoundedVerdict& systematic = outcome.systematic;
   Verdict& v = outcome.verdict;
@@ -1012,7 +1200,7 @@ int RunCheck(const CheckArgs& a) {
                 "\"search\":{\"method\":\"%s\",\"bound\":%u,\"runs\":%llu,\"max_runs\":%llu,"
                 "\"exhausted\":%s,\"sampled\":%llu},"
                 "\"makespan_fix_ns\":%llu,\"makespan_none_ns\":%llu,\"makespan_recorded_ns\":%llu,"
-                "\"cost\":%s,\"counterexample\":%s%s}\n",
+                "\"cost\":%s,\"counterexample\":%s%s%s}\n",
                 JsonEscape(a.trace).c_str(), JsonEscape(a.c.fix).c_str(), CheckedJson(a.c).c_str(),
                 JsonEscape(a.c.failure).c_str(), !v.holds ? "fails" : inconclusive ? "inconclusive" : "holds",
                 static_cast<unsigned long long>(v.explored),
@@ -1025,17 +1213,18 @@ int RunCheck(const CheckArgs& a) {
                 static_cast<unsigned long long>(v.makespan_recorded),
                 v.holds ? CostJson(v.cost).c_str() : "null",
                 v.counterexample ? FormatJson(*v.counterexample, l->program).c_str() : "null",
-                a.c.races ? (",\"races\":" + RacesJson(v.races)).c_str() : "");
+                a.c.races ? (",\"races\":" + RacesJson(v.races)).c_str() : "",
+                assumed.empty() ? "" : (",\"assumed\":\"" + JsonEscape(assumed) + "\"").c_str());
     return v.holds ? holds_exit : kExitFound;
   }
   if (!v.holds) {
     std::string hint;
     if (!a.save.empty()) {
-      hint = fmt::format("counterexample saved: replay it with '{} --schedule {}'",
-                         Flags(a.trace, a.c), a.save);
+      hint = fmt::format("counterexample saved: replay it with: {} --schedule {}",
+                         Flags(a.trace, a.c), ShellQuote(a.save));
     } else {
-      hint = fmt::format("replay it: '{} --schedule '{}'' (add --save-schedule FILE to keep it)",
-                         Flags(a.trace, a.c), v.counterexample->run.schedule.Encode());
+      hint = fmt::format("replay it (add --save-schedule FILE to keep it): {} --schedule {}",
+                         Flags(a.trace, a.c), ShellQuote(v.counterexample->run.schedule.Encode()));
     }
     if (!a.perfetto.empty()) {
       Replayer rep(l->program, l->options);
@@ -1049,6 +1238,7 @@ int RunCheck(const CheckArgs& a) {
                                   CheckedLabel(a.c), against, v.explored, v.counterexample->strategy))
                    .c_str(),
                stdout);
+    std::fputs(assumed_line.c_str(), stdout);
     std::fputs(Colour(FormatReport(*v.counterexample, l->program, hint)).c_str(), stdout);
     std::printf("%s\n", shrink_note.c_str());
   } else {
@@ -1094,6 +1284,7 @@ int RunCheck(const CheckArgs& a) {
                  stdout);
     }
   }
+  if (v.holds) std::fputs(assumed_line.c_str(), stdout);
   if (a.c.races) std::fputs(FormatRaces(v.races, v.counterexample ? v.counterexample->findings
                                                                    : std::vector<Finding>{})
                                 .c_str(),
@@ -1164,7 +1355,11 @@ void RegisterReplayCommands(CLI::App& app, CommandTable& table) {
       ->default_val(0)
       ->check(flags::Count(0, 4096));
   AddCommon(f, fa->c, true);
-  table.Add(f, [fa] { return RunFuzz(*fa); });
+  table.Add(f, [fa] {
+    if (!fa->traces.empty())
+      if (auto e = ResolveEngine(fa->traces.front(), fa->c, false); !e) return ReportError(e.error());
+    return RunFuzz(*fa);
+  });
 
   auto ca = std::make_shared<CheckArgs>();
   CLI::App* c = app.add_subcommand(
@@ -1201,7 +1396,10 @@ void RegisterReplayCommands(CLI::App& app, CommandTable& table) {
   c->add_option("--save-schedule", ca->save, "Save the counterexample's schedule here");
   c->add_option("--perfetto", ca->perfetto, "Write the counterexample as a Perfetto timeline");
   AddCommon(c, ca->c, false);
-  table.Add(c, [ca] { return RunCheck(*ca); });
+  table.Add(c, [ca] {
+    if (auto e = ResolveEngine(ca->trace, ca->c, false); !e) return ReportError(e.error());
+    return RunCheck(*ca);
+  });
 }
 
 }  // namespace rerace::tools

@@ -77,6 +77,8 @@ std::string AutoModel(const Program& p) {
 
 namespace rerace::replay {
 
+std::string RecordedTritonVersion(const Program& p) { return detail::RecordedTriton(p); }
+
 const std::vector<std::string>& ModelNames() {
   static const std::vector<std::string> names = [] {
     std::vector<std::string> out;

@@ -61,6 +61,12 @@ using CheckProgress = std::function<void(uint64_t runs, const char* phase)>;
 Verdict CheckFix(const Program& program, const ReplayOptions& options, uint64_t runs,
                  uint64_t seed, const CheckProgress& progress = {});
 
+// The cost part of a verdict alone (makespans, cost, duplicate tuning), as CheckFix prices it.
+// The real-code engine's fixes are priced by the model of the same fix (cost.priced_by
+// "model"), or not at all (cost.unpriced says why): its own virtual GPU runs only the recorded
+// kernels, no calibrated CPU or GPU.
+Verdict PriceFix(const Program& program, const ReplayOptions& options);
+
 // Systematic: every schedule with at most `bound` preemptions that DPOR (or, with naive, a
 // plain depth-first search) distinguishes, up to `max_runs`. `exhausted` says whether the
 // search finished within the budget.

@@ -72,6 +72,12 @@ struct FixCost {
   // Workers that failed in the recording and were priced with a completed worker's rest of the
   // step (CompleteFailedWorkers in replay/src/calibrate.h); the report says so.
   uint32_t completed_workers = 0;
+  // "" when the engine that checked the fix priced it; "model" when the real-code engine's fix
+  // was priced by the model of the same fix.
+  std::string priced_by;
+  // Why there is no cost at all (the real-code engine ran code the model cannot price); then
+  // `priced` is false and `failure` empty.
+  std::string unpriced;
   double Ratio() const {
     return priced && baseline.ns ? static_cast<double>(step_ns) / static_cast<double>(baseline.ns) : 0.0;
   }

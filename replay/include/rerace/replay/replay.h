@@ -157,6 +157,11 @@ class Replayer {
   // Triton 3.6.0, patches lock_run.py". Starts the engine if needed ("" if it cannot start).
   std::string EngineSummary();
 
+  // model: when the recording does not say which Python ran it, the interpreter its steps
+  // assume, for the verdict ("CPython 3.12 with the GIL: this recording does not say ..."); else
+  // "".
+  std::string StepAssumption();
+
   const Program& program() const { return program_; }
   const ReplayOptions& options() const { return options_; }
   std::string ModelName() const;
@@ -223,6 +228,9 @@ const Finding* FirstOf(const ReplayResult& r, const std::string& kind);
 // The number of threads of `p` that call a tuner (the workers; not a main thread that only
 // launched or synchronized), as the summary counts them: "7 of 8 threads".
 uint32_t WorkerThreads(const Program& p);
+
+// The Triton version the recording names (the probe's metadata), "" when it does not say.
+std::string RecordedTritonVersion(const Program& p);
 
 // The tuner models, by name, in the registry's order (what --model takes besides "auto";
 // replay/src/models/registry.cc).

@@ -36,12 +36,16 @@ inline replay::Program SynthesizedProgram(const traces::Scenario& s, const std::
   return *p;
 }
 
-// Default replay options with the fix `fix` (replay::ParseFix's words) parsed.
+// Default replay options with the fix `fix` (replay::ParseFix's words) parsed, every access a
+// step: a synthesized program names no interpreter, and the model's default would assume the
+// H200's CPython 3.12 with the GIL (replay/src/tuner_world_gil.h); these tests pin the
+// finest steps.
 inline replay::ReplayOptions WithFix(const std::string& fix) {
   replay::ReplayOptions o;
   auto f = replay::ParseFix(fix);
   EXPECT_TRUE(f.ok()) << fix;
   o.fix = *f;
+  o.python_mode = "free-threaded";
   return o;
 }
 
