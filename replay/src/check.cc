@@ -148,8 +148,15 @@ Verdict PriceFix(const Program& program, const ReplayOptions& options) {
 
 Verdict CheckFix(const Program& program, const ReplayOptions& options, uint64_t runs,
                  uint64_t seed, const CheckProgress& progress) {
-  Verdict v;
   Replayer rep(program, options);
+  Verdict v = SampleSchedules(rep, runs, seed, progress);
+  Costs(program, options, rep, v);
+  return v;
+}
+
+Verdict SampleSchedules(Replayer& rep, uint64_t runs, uint64_t seed, const CheckProgress& progress) {
+  const ReplayOptions& options = rep.options();
+  Verdict v;
   v.pct_steps = MeasureShape(rep).steps;
   for (uint64_t i = 0; i < runs; ++i) {
     const uint64_t s = seed + i;
@@ -165,7 +172,6 @@ Verdict CheckFix(const Program& program, const ReplayOptions& options, uint64_t 
       break;
     }
   }
-  Costs(program, options, rep, v);
   return v;
 }
 

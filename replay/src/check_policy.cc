@@ -10,6 +10,7 @@ CheckPlan PlanCheck(const CheckRequest& request, std::string_view engine) {
   const bool python = engine == "python";
   CheckPlan plan;
   plan.seed = request.seed;
+  plan.probe_runs = python ? kProbeRunsPython : 0;
   if (request.bound) {
     plan.automatic = false;
     plan.bound = *request.bound;
@@ -40,12 +41,30 @@ CheckOutcome CheckFix(const Program& program, const ReplayOptions& options, cons
                       const CheckProgress& progress) {
   CheckOutcome out;
   out.plan = plan;
+  if (plan.probe_runs > 0) {
+    Replayer rep(program, options);
+    Verdict probe = SampleSchedules(rep, plan.probe_runs, plan.seed, progress);
+    out.probed = probe.explored;
+    if (!probe.holds) {
+      // The cost of a failing fix is its failure: CheckFix's own runs price it.
+      out.verdict = CheckFix(program, options, 0, plan.seed);
+      out.verdict.holds = false;
+      out.verdict.explored = probe.explored;
+      out.verdict.pct_steps = probe.pct_steps;
+      out.verdict.counterexample = std::move(probe.counterexample);
+      out.verdict.counterexample_seed = probe.counterexample_seed;
+      out.verdict.races = std::move(probe.races);
+      out.seed = out.verdict.counterexample_seed;
+      return out;
+    }
+  }
   out.systematic = CheckFixBounded(program, options, plan.bound, plan.max_runs, plan.naive, progress);
   out.verdict = out.systematic.verdict;
+  out.verdict.explored += out.probed;
   if (!plan.automatic || !out.verdict.holds) return out;
   // DPOR found nothing within its bound: the sampled schedules reach deeper preemptions.
-  out.verdict = CheckFix(program, options, plan.sampled_runs, plan.seed, progress);
-  out.verdict.explored += out.systematic.verdict.explored;
+  out.verdict = CheckFix(program, options, plan.sampled_runs, plan.seed + plan.probe_runs, progress);
+  out.verdict.explored += out.systematic.verdict.explored + out.probed;
   std::vector<sim::Race> all = out.systematic.verdict.races;
   MergeRaces(all, out.verdict.races);
   out.verdict.races = std::move(all);

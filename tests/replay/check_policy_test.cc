@@ -25,6 +25,7 @@ TEST(CheckPolicy, PlansPerEngineAndWhatTheUserGave) {
     uint64_t max_runs;
     uint64_t sampled_runs;
   };
+  auto probe = [](const char* engine) { return std::string(engine) == "python" ? kProbeRunsPython : 0; };
   CheckRequest bound2;
   bound2.bound = 2;
   bound2.naive = true;
@@ -59,6 +60,7 @@ TEST(CheckPolicy, PlansPerEngineAndWhatTheUserGave) {
     EXPECT_EQ(p.naive, c.naive);
     EXPECT_EQ(p.max_runs, c.max_runs);
     EXPECT_EQ(p.sampled_runs, c.sampled_runs);
+    EXPECT_EQ(p.probe_runs, probe(c.engine));  // the real code samples first, the model does not
     EXPECT_EQ(p.seed, c.request.seed);
   }
 }
@@ -93,6 +95,31 @@ TEST(CheckPolicy, AutomaticFailsInDporWithoutASeedAndHoldsOverBothSearches) {
   r.bound = 1;
   const CheckOutcome bounded = CheckFix(p, WithFix("lock-run"), PlanCheck(r, "model"));
   EXPECT_EQ(bounded.verdict.explored, bounded.systematic.verdict.explored);
+}
+
+// The probe (the real code's plan samples a few schedules before the systematic search): a
+// failure found there is the counterexample, with its seed; a fix that holds there still needs
+// the systematic search, and the probe's schedules count in what was explored.
+TEST(CheckPolicy, AProbeBeforeTheSearchGivesASeededCounterexampleOrCountsItsRuns) {
+  const Program p = SynthesizedProgram(traces::Scenario{}, "check-policy-probe");
+  CheckRequest r;
+  r.bound = 1;
+  r.max_runs = 40;
+  CheckPlan plan = PlanCheck(r, "model");
+  plan.probe_runs = 6;
+  const CheckOutcome none = CheckFix(p, WithFix("none"), plan);
+  ASSERT_FALSE(none.verdict.holds);
+  ASSERT_TRUE(none.seed.has_value());
+  EXPECT_GE(*none.seed, plan.seed);
+  EXPECT_LT(*none.seed, plan.seed + 6);
+  EXPECT_EQ(none.verdict.explored, none.probed);
+  EXPECT_EQ(none.systematic.verdict.explored, 0u);  // the search never ran
+  EXPECT_NE(none.verdict.counterexample->strategy.find("seed="), std::string::npos);
+  const CheckOutcome lock = CheckFix(p, WithFix("lock-run"), plan);
+  EXPECT_TRUE(lock.verdict.holds);
+  EXPECT_EQ(lock.probed, 6u);
+  EXPECT_GT(lock.systematic.verdict.explored, 0u);
+  EXPECT_EQ(lock.verdict.explored, lock.systematic.verdict.explored + 6);
 }
 
 }  // namespace

@@ -1198,7 +1198,7 @@ int RunCheck(const CheckArgs& a) {
   if (a.c.json) {
     std::printf("{\"trace\":\"%s\",\"fix\":\"%s\",%s\"failure\":\"%s\",\"verdict\":\"%s\",\"explored\":%llu,"
                 "\"search\":{\"method\":\"%s\",\"bound\":%u,\"runs\":%llu,\"max_runs\":%llu,"
-                "\"exhausted\":%s,\"sampled\":%llu},"
+                "\"exhausted\":%s,\"sampled\":%llu,\"probed\":%llu},"
                 "\"makespan_fix_ns\":%llu,\"makespan_none_ns\":%llu,\"makespan_recorded_ns\":%llu,"
                 "\"cost\":%s,\"counterexample\":%s%s%s}\n",
                 JsonEscape(a.trace).c_str(), JsonEscape(a.c.fix).c_str(), CheckedJson(a.c).c_str(),
@@ -1207,7 +1207,8 @@ int RunCheck(const CheckArgs& a) {
                 systematic.naive ? "bounded-dfs" : "dpor", systematic.bound,
                 static_cast<unsigned long long>(systematic.verdict.explored),
                 static_cast<unsigned long long>(plan.max_runs), systematic.exhausted ? "true" : "false",
-                static_cast<unsigned long long>(v.explored - systematic.verdict.explored),
+                static_cast<unsigned long long>(v.explored - systematic.verdict.explored - outcome.probed),
+                static_cast<unsigned long long>(outcome.probed),
                 static_cast<unsigned long long>(v.makespan_fix),
                 static_cast<unsigned long long>(v.makespan_none),
                 static_cast<unsigned long long>(v.makespan_recorded),
@@ -1250,7 +1251,9 @@ int RunCheck(const CheckArgs& a) {
         systematic.pruned,
         systematic.exhausted ? "search exhausted"
                              : fmt::format("stopped at the budget of {} runs{}", plan.max_runs,
-                                           automatic ? "" : " (--max-runs)"));
+                                           automatic ? "" : " (--max-runs)")) +
+        (outcome.probed > 0 ? fmt::format(", after {} sampled schedules found nothing", outcome.probed)
+                            : std::string());
     if (no_preemption) {
       std::printf("verdict: inconclusive: %s did not fail%s in %llu schedule(s) without "
                   "preemption, but --bound 0 never preempts a thread, so it cannot reach a race: "
@@ -1264,9 +1267,10 @@ int RunCheck(const CheckArgs& a) {
                      "this is not a 'holds'. Give --max-runs more runs, or a lower --bound.\n",
                      CheckedLabel(a.c), against, v.explored, systematic.naive ? "bounded depth-first" : "DPOR",
                      systematic.bound, plan.max_runs, a.max_runs_opt->count() > 0 ? ", --max-runs" : "",
-                     automatic ? fmt::format("; {} sampled schedules after it found nothing either",
-                                             v.explored - systematic.verdict.explored)
-                               : std::string()))
+                     v.explored > systematic.verdict.explored
+                         ? fmt::format("; {} sampled schedules found nothing either",
+                                       v.explored - systematic.verdict.explored)
+                         : std::string()))
                      .c_str(),
                  stdout);
     } else if (!automatic) {
@@ -1278,7 +1282,8 @@ int RunCheck(const CheckArgs& a) {
                                     "steps, seeds {}..{}). Chosen without --bound: bound {}, "
                                     "{} sampled runs; --bound B --max-runs N explores further.\n",
                                     CheckedLabel(a.c), against, systematic_text, plan.sampled_runs,
-                                    v.pct_steps, plan.seed, plan.seed + plan.sampled_runs - 1,
+                                    v.pct_steps, plan.seed + plan.probe_runs,
+                                    plan.seed + plan.probe_runs + plan.sampled_runs - 1,
                                     plan.bound, plan.sampled_runs))
                      .c_str(),
                  stdout);

@@ -60,6 +60,9 @@ using CheckProgress = std::function<void(uint64_t runs, const char* phase)>;
 
 Verdict CheckFix(const Program& program, const ReplayOptions& options, uint64_t runs,
                  uint64_t seed, const CheckProgress& progress = {});
+// CheckFix's schedules without its cost (the verdict's makespans and cost stay empty).
+Verdict SampleSchedules(Replayer& replayer, uint64_t runs, uint64_t seed,
+                        const CheckProgress& progress = {});
 
 // The cost part of a verdict alone (makespans, cost, duplicate tuning), as CheckFix prices it.
 // The real-code engine's fixes are priced by the model of the same fix (cost.priced_by
@@ -91,6 +94,10 @@ inline constexpr uint64_t kAutoMaxRuns = 20'000;
 inline constexpr uint64_t kAutoMaxRunsPython = 200;
 // The real code's sampled schedules when the runs are not given.
 inline constexpr uint64_t kSampledRunsPython = 100;
+// The real code: sampled schedules run before the systematic search (a quick counterexample:
+// DPOR's depth-first order reaches early preemptions last, and each real-code run costs
+// milliseconds). They certify nothing; a verdict of "holds" still needs the systematic search.
+inline constexpr uint64_t kProbeRunsPython = 24;
 
 // What the command line asked for; the *_given fields say whether the user gave the value
 // (the engine then keeps it) or it is the command's default (the engine may lower it).
@@ -111,6 +118,8 @@ struct CheckPlan {
   bool naive = false;
   uint64_t max_runs = kAutoMaxRuns;  // the systematic search's budget
   uint64_t sampled_runs = 0;         // automatic: the portfolio's schedules after DPOR; else 0
+  uint64_t probe_runs = 0;           // sampled schedules before the systematic search (seeds
+                                     // seed.. seed+probe_runs-1); the later sampled ones follow
   uint64_t seed = 1;
 };
 // `engine` is ReplayOptions::engine ("model" or "python").
@@ -127,6 +136,7 @@ struct CheckOutcome {
   // The counterexample's seed: only a sampled schedule has one (DPOR's and the bounded
   // search's have none).
   std::optional<uint64_t> seed;
+  uint64_t probed = 0;  // schedules of the probe that ran before the systematic search
 };
 CheckOutcome CheckFix(const Program& program, const ReplayOptions& options, const CheckPlan& plan,
                       const CheckProgress& progress = {});
