@@ -83,7 +83,10 @@ class HostileEngine : public ::testing::Test {
       GTEST_SKIP() << Python() << " is missing (tools/scripts/python-envs.sh makes it)";
     const char* bin = std::getenv("RERACE_BIN");
     setenv("RERACE_BIN", std::filesystem::absolute(bin ? bin : "build/bin").c_str(), 1);
-    dir_ = ::testing::TempDir() + "/hostile-engine";
+    // One folder per test and process: ctest runs these tests at once.
+    dir_ = ::testing::TempDir() + "/hostile-engine-" +
+           ::testing::UnitTest::GetInstance()->current_test_info()->name() + "-" +
+           std::to_string(getpid());
     std::filesystem::remove_all(dir_);
     std::filesystem::create_directories(dir_ + "/rerace_real");
     dir_ = std::filesystem::canonical(dir_).string();  // as the engine names files
@@ -135,6 +138,7 @@ TEST_F(HostileEngine, KernelModuleNamedByTheTraceRunsNothing) {
                 std::string::npos)
           << r.out;
       EXPECT_NE(r.out.find("simulated step time"), std::string::npos) << r.out;  // replayed all the same
+      EXPECT_NE(r.out.find("FAILED: "), std::string::npos) << r.out;
     }
     EXPECT_EQ(Marks(), "");
   }
@@ -191,7 +195,7 @@ void ExpectGone(const std::string& file) {
   EXPECT_GT(count, 0) << file << " names no process";
 }
 
-// Patches that would hang rerace for good: each run ends within the watchdog (2 s here) with a
+// Patches that would hang rerace for good: each run ends within the watchdog (6 s here) with a
 // one-line hang report naming the patch's line, and leaves no process; a non-daemon thread or a
 // forked child does not hold rerace; a fake protocol line is an error, not a message.
 TEST_F(HostileEngine, HangingPatchesEndWithinTheWatchdogAndLeaveNoProcess) {
@@ -230,7 +234,8 @@ TEST_F(HostileEngine, HangingPatchesEndWithinTheWatchdogAndLeaveNoProcess) {
     std::filesystem::remove(pids);
     const std::string patch = dir_ + "/" + c.name + ".py";
     std::ofstream(patch) << c.source;
-    const CliRun r = Rerace("replay " + t + " --seed 3 --watchdog 2s --patch " + patch);
+    // 6 s: longer than a set-up takes on a loaded 2-core CI machine (Triton import 1-3 s).
+    const CliRun r = Rerace("replay " + t + " --seed 3 --watchdog 6s --patch " + patch);
     EXPECT_EQ(r.signal, 0) << r.out;
     EXPECT_EQ(r.code, c.code) << r.out;
     EXPECT_NE(r.out.find("rerace: error: "), std::string::npos) << r.out;

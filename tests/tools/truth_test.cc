@@ -162,12 +162,13 @@ TEST(Truth, CheckNamesThePatchInVerdictCostAndJson) {
   Write(dir + "/my_lock.py", kHolds);
   const std::string cmd = "check " + SampleTrace("triton-none-h200.rrt") +
                           " --engine python --python-exe " + py + " --patch " + dir +
-                          "/my_lock.py --max-runs 10 --runs 3";
+                          "/my_lock.py --bound 1";
   const std::string named = "patch my_lock.py (sha256 " + kHoldsSha.substr(0, 8) + ")";
   const CliRun c = Rerace(cmd);
   ASSERT_EQ(c.code, 0) << c.out;
   EXPECT_TRUE(Has(c.out, "\nverdict: " + named + " holds for ")) << c.out;
-  EXPECT_TRUE(Has(c.out, "\ncost: with " + named + " the step takes ")) << c.out;
+  // A patch is real code the model cannot price: the cost line says so, never "with none".
+  EXPECT_TRUE(Has(c.out, "\ncost: not priced: a patch file (--patch)")) << c.out;
   EXPECT_TRUE(Has(c.out, "Autotuner.run -> function run (my_lock.py:5)")) << c.out;
   EXPECT_FALSE(Has(c.out, "fix 'none'")) << c.out;
   EXPECT_FALSE(Has(c.out, "with none")) << c.out;
