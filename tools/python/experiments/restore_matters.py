@@ -21,7 +21,8 @@ What runs:
                 ``triton.runtime.autotuner`` (the release tables of docs/FIDELITY.md were taken
                 the same way: the tuner's logic of a release, the compiler and driver installed).
                 The file is looked for in --autotuner-src, $RERACE_TRITON_SRC, then
-                REPO/.devsrc/triton-<v>/autotuner.py (what h200-gpu-settle.sh --prepare copies)
+                REPO/.devsrc/triton-<v>/triton/runtime/autotuner.py (h200-gpu-settle.sh --prepare
+                copies it there; the path keeps "triton/runtime/" for the probe's file:line)
                 and REPO/build/py/triton-<v>/triton/runtime/autotuner.py (python-envs.sh).
   --fix NAME    none, prewarm, or a patch file of tools/python/rerace_real/fixes (lock-run,
                 tls-nargs, tls-state, lock-key-event); --patch FILE for another (repeatable).
@@ -120,7 +121,8 @@ def patch_files(a):
 
 def autotuner_source(release, explicit=None, env=None, repo=REPO):
     """The autotuner.py of `release` (3.8 or 3.9): the first that exists of --autotuner-src,
-    $RERACE_TRITON_SRC (a file, or a folder holding triton-<v>/autotuner.py), the carried copy,
+    $RERACE_TRITON_SRC (a file, or a folder holding triton-<v>/triton/runtime/autotuner.py), the
+    carried copy,
     the python-envs.sh wheel. SystemExit(65) naming every place looked at when none does."""
     v = RELEASES[release]
     env = os.environ if env is None else env
@@ -129,8 +131,8 @@ def autotuner_source(release, explicit=None, env=None, repo=REPO):
         tried.append(explicit)
     src = env.get("RERACE_TRITON_SRC")
     if src:
-        tried.append(src if src.endswith(".py") else os.path.join(src, "triton-%s" % v, "autotuner.py"))
-    tried.append(os.path.join(repo, ".devsrc", "triton-%s" % v, "autotuner.py"))
+        tried.append(src if src.endswith(".py") else os.path.join(src, "triton-%s" % v, "triton", "runtime", "autotuner.py"))
+    tried.append(os.path.join(repo, ".devsrc", "triton-%s" % v, "triton", "runtime", "autotuner.py"))
     tried.append(os.path.join(repo, "build", "py", "triton-%s" % v, "triton", "runtime", "autotuner.py"))
     for p in tried:
         if os.path.isfile(p):
@@ -248,7 +250,11 @@ def load_release(release, src=None):
     installed module (a note when the installed Triton is not 3.6). 3.8, 3.9: the release's file
     executed as ``triton.runtime.autotuner`` over the installed package (its relative imports
     resolve to the installed compiler), then ``triton.autotune``, ``triton.Config`` and
-    ``triton.heuristics`` rebound to it. Must run before any patch or FLA is imported.
+    ``triton.heuristics`` rebound to it, and, under ``rerace record --probe triton``, the
+    probe's wrappers put on its ``Autotuner`` (the probe wrapped the installed one at import).
+    NB: the recording's metadata still names the installed Triton version: replay such a
+    recording with ``--model triton-3.8`` / ``triton-3.9``, not ``auto``. Must run before any
+    patch or FLA is imported.
     Returns (module, a one-line description)."""
     import triton
     import triton.runtime
@@ -278,6 +284,9 @@ def load_release(release, src=None):
     triton.autotune = mod.autotune
     triton.Config = mod.Config
     triton.heuristics = mod.heuristics
+    probe = sys.modules.get("rerace_probe")  # under rerace record --probe triton: wrap this class too
+    if probe is not None and hasattr(probe, "patch_autotuner") and getattr(probe, "_enabled", False):
+        probe.patch_autotuner(mod)
     return mod, "Triton %s logic from %s over the installed compiler %s" % (RELEASES[release], path, triton.__version__)
 
 

@@ -86,7 +86,7 @@ class Arguments(unittest.TestCase):
 
     def test_autotuner_source_order_and_error(self):
         with tempfile.TemporaryDirectory() as d:
-            carried = os.path.join(d, ".devsrc", "triton-3.8.0", "autotuner.py")
+            carried = os.path.join(d, ".devsrc", "triton-3.8.0", "triton", "runtime", "autotuner.py")
             os.makedirs(os.path.dirname(carried))
             open(carried, "w").close()
             self.assertEqual(rm.autotuner_source("3.8", env={}, repo=d), carried)
