@@ -18,7 +18,8 @@
 #             activity-only minimum from tools/scripts/cupti_activity_overhead.cc (compiled there);
 #             the table by tools/scripts/launch-overhead-table.py.
 #   multigpu  if nvidia-smi lists 2 or more GPUs: rerace-train-step on all of them, recorded.
-# Logs: $OUT/h200-settle.log (everything), $OUT/settle-*.{jsonl,log,md}; traces $OUT/*.rrt
+# Logs: $OUT/h200-settle.log (everything), $OUT/settle-trials.jsonl, settle-verdicts.log,
+# settle-fidelity.md (tools/scripts/restore-matters-table.py), settle-overhead.md; traces $OUT/*.rrt
 # (gzipped over 15 MB). The device tool brings back 8 files: keep the default SECTIONS in one
 # call only on a machine without its 10-minute limit; there, run it as three calls (below).
 #
@@ -121,7 +122,7 @@ replay_and_check() {
 # record_one NAME ARGS...: the unpatched step recorded with the probe as $out/NAME.rrt.
 record_one() {
   local name=$1; shift
-  sh_run "rm -f '$out'/$name*.rrt; (cd '$out' && timeout 300 '$bin/rerace' record --probe triton -o $name.rrt -- python3 '$root/$exp' $* --trials 1 --json '$out/settle-recorded.jsonl')"
+  sh_run "rm -f '$out'/$name*.rrt; (cd '$out' && timeout 300 '$bin/rerace' record --probe triton -o $name.rrt -- python3 '$root/$exp' $* --trials 1)"
   sh_run "g=\$(ls '$out'/$name*.rrt 2>/dev/null | head -1); [ -n \"\$g\" ] && { [ \"\$g\" = '$out/$name.rrt' ] || mv \"\$g\" '$out/$name.rrt'; '$bin/rerace' show '$out/$name.rrt' | grep -vE '^      device' | head -20; } || echo 'no trace written for $name'"
 }
 
@@ -172,6 +173,9 @@ record_one() {
       [ -e "$f" ] || [ "$dry" = 1 ] || { echo "no $f"; continue; }
       replay_and_check "$f" "$rel" 1
     done
+  fi
+  if on trials || on record || on fla || on replay; then
+    sh_run "[ -s '$json' ] && python3 tools/scripts/restore-matters-table.py '$json' '$verdicts' | tee '$out/settle-fidelity.md' || echo 'no trials in $json: no table'"
   fi
   if on overhead; then
     echo "== overhead: launch-heavy steps, plain / recorded, $ROUNDS rounds; CUPTI activity-only minimum"

@@ -130,5 +130,62 @@ unrelated line
         self.assertIn("holds no 'ovh ' line", p.stderr)
 
 
+class FidelityTable(unittest.TestCase):
+    """restore-matters-table.py: exceptions and silent wrong results counted apart, per cell,
+    beside the verdicts; synthetic lines in restore_matters.py's format."""
+
+    def test_cells_by_hand(self):
+        sys.path.insert(0, os.path.join(REPO, "tools", "python", "experiments"))
+        import json
+
+        import restore_matters as rm
+
+        err = {"type": "KeyError", "where": "triton/runtime/autotuner.py:74 _post_hook", "message": "'y_ptr'"}
+        ok = {"kind": "ok", "max_abs_err": 0.0}
+
+        def line(release, fix, records, fla=False):
+            d = {"release": release, "fix": fix, "fla": fla, "trial": 0, "seconds": 1.0}
+            d.update(rm.summarize(records))
+            d["threads"] = records
+            return json.dumps(d)
+
+        trials = [
+            json.dumps({"header": True, "release": "3.8"}),
+            line("3.8", "none", [{"thread": 0, "error": None, "result": {"kind": "missed-restore", "max_abs_err": 42.0, "base": 0, "k": 20}},
+                                 {"thread": 1, "error": None, "result": ok}]),
+            line("3.8", "none", [{"thread": 0, "error": None, "result": {"kind": "wrong-restore", "max_abs_err": 1000.5, "base": 1, "k": 1}},
+                                 {"thread": 1, "error": None, "result": ok}]),
+            line("3.6", "none", [{"thread": 0, "error": err, "result": {"kind": "not-updated", "max_abs_err": 1.2, "base": 0, "k": 0}},
+                                 {"thread": 1, "error": None, "result": ok}]),
+            line("3.6", "lock-run", [{"thread": 0, "error": None, "result": ok}]),
+            line("3.6", "none", [{"thread": 0, "error": None, "result": ok}], fla=True),
+        ]
+        verdicts = [
+            "== verdict 3.8 model triton-3.8 fix=none: verdict: fix 'none' FAILS: counterexample found after 4 schedules FAILED: wrong-restore in thread 2",
+            "== verdict 3.8 engine fix=none: verdict: fix 'none' FAILS: ... FAILED: missed-restore in thread 1",
+            "== verdict 3.6 model triton fix=lock-run: verdict: fix 'lock-run' holds for every interleaving",
+            "== verdict 3.6 engine fix=lock-run: verdict: inconclusive: no counterexample",
+        ]
+        d = tempfile.mkdtemp()
+        with open(os.path.join(d, "t.jsonl"), "w") as f:
+            f.write("\n".join(trials) + "\n")
+        with open(os.path.join(d, "v.log"), "w") as f:
+            f.write("\n".join(verdicts) + "\n")
+        script = os.path.join(REPO, "tools", "scripts", "restore-matters-table.py")
+        p = subprocess.run([sys.executable, script, os.path.join(d, "t.jsonl"), os.path.join(d, "v.log")],
+                           capture_output=True, text=True)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        rows = {tuple(c.strip() for c in r.split("|")[1:3]): r for r in p.stdout.splitlines() if r.startswith("| 3") or r.startswith("| fla")}
+        self.assertIn("| 0 of 2 (0) | 2 of 2 (missed-restore 1, wrong-restore 1; 1e+03) | FAILS: wrong-restore | FAILS: missed-restore |",
+                      rows[("3.8", "none")])
+        # a thread that raised is counted as raised, not as a silent wrong result
+        self.assertIn("| 1 of 1 (1) | 0 of 1 |", rows[("3.6", "none")])
+        self.assertIn("| 0 of 1 (0) | 0 of 1 | holds | inconclusive |", rows[("3.6", "lock-run")])
+        self.assertIn("| — | — |", rows[("fla", "none")])
+        self.assertIn("- KeyError at triton/runtime/autotuner.py:74 _post_hook: 1 threads in all", p.stdout)
+        p = subprocess.run([sys.executable, script, os.path.join(d, "v.log")], capture_output=True, text=True)
+        self.assertEqual(p.returncode, 65)
+
+
 if __name__ == "__main__":
     unittest.main()
