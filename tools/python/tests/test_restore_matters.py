@@ -123,6 +123,13 @@ class Classification(unittest.TestCase):
     def y(self, base, k, i=1):
         return [b + k * p for b, p in zip(self.y0s[base], self.xws[i])]
 
+    def f32_sums(self, base, i, k, f32):
+        """y0_base + x_i w_i added k times, each addition rounded to float32 (as the GPU does)."""
+        y = [f32(v) for v in self.y0s[base]]
+        for _ in range(k):
+            y = [f32(a + f32(p)) for a, p in zip(y, self.xws[i])]
+        return y
+
     def test_table(self):
         import struct
 
@@ -139,6 +146,8 @@ class Classification(unittest.TestCase):
             ("thread 2's copy restored", self.y(2, 1), "wrong-restore", 2, 1),
             ("thread 0's copy, sums left", self.y(0, 5), "wrong-restore", 0, 5),
             ("one element off", bad_one, "other", None, None),
+            ("2000 sums added in float32", self.f32_sums(1, 1, 2000, f32), "missed-restore", 1, 2000),
+            ("thread 2's copy, 2000 sums in float32", self.f32_sums(2, 1, 2000, f32), "wrong-restore", 2, 2000),
         ]
         for name, y, kind, base, k in cases:
             with self.subTest(case=name):
