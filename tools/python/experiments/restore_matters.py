@@ -272,6 +272,7 @@ def load_release(release, src=None):
         note = "" if triton.__version__.startswith("3.6") else " (NB: installed Triton is %s)" % triton.__version__
         return autotuner, "installed %s%s" % (autotuner.__file__, note)
     path = autotuner_source(release, src)
+    shims = knob_shims(path)
     name = "triton.runtime.autotuner"
     spec = importlib.util.spec_from_file_location(name, path)
     mod = importlib.util.module_from_spec(spec)
@@ -294,7 +295,31 @@ def load_release(release, src=None):
     probe = sys.modules.get("rerace_probe")  # under rerace record --probe triton: wrap this class too
     if probe is not None and hasattr(probe, "patch_autotuner") and getattr(probe, "_enabled", False):
         probe.patch_autotuner(mod)
-    return mod, "Triton %s logic from %s over the installed compiler %s" % (RELEASES[release], path, triton.__version__)
+    return mod, "Triton %s logic from %s over the installed compiler %s%s" % (
+        RELEASES[release], path, triton.__version__, "; shims: " + ", ".join(shims) if shims else "")
+
+
+def knob_shims(path):
+    """The knobs the release's autotuner.py reads (``knobs.GROUP.NAME``) that the installed
+    Triton lacks, added to the installed group's class as None (their default in the release:
+    3.8 and 3.9 read ``knobs.autotuning.listener``, which 3.6 has not, after every tuning).
+    Returns what was added, as 'knobs.GROUP.NAME=None'."""
+    import re
+
+    from triton import knobs
+
+    added = []
+    with open(path) as f:
+        wanted = sorted(set(re.findall(r"\bknobs\.([a-z_]+)\.([a-z_]+)\b", f.read())))
+    for group, knob in wanted:
+        g = getattr(knobs, group, None)
+        if g is None:
+            raise SystemExit("restore_matters.py: %s reads knobs.%s, a group the installed Triton lacks"
+                             % (path, group))
+        if not hasattr(g, knob):
+            setattr(type(g), knob, None)
+            added.append("knobs.%s.%s=None" % (group, knob))
+    return added
 
 
 def load_patch(path):
