@@ -83,6 +83,9 @@ class HostileEngine : public ::testing::Test {
       GTEST_SKIP() << Python() << " is missing (tools/scripts/python-envs.sh makes it)";
     const char* bin = std::getenv("RERACE_BIN");
     setenv("RERACE_BIN", std::filesystem::absolute(bin ? bin : "build/bin").c_str(), 1);
+    // The commands run from the crafted folder: the sources too are named absolutely.
+    const char* src = std::getenv("RERACE_SOURCE");
+    setenv("RERACE_SOURCE", std::filesystem::absolute(src ? src : ".").c_str(), 1);
     // One folder per test and process: ctest runs these tests at once.
     dir_ = ::testing::TempDir() + "/hostile-engine-" +
            ::testing::UnitTest::GetInstance()->current_test_info()->name() + "-" +
