@@ -338,6 +338,8 @@ TEST(HostileInput, EveryNumberIsDigitsOnlyAndEmptyScheduleIsRefused) {
       {"classic abba-deadlock --max-steps 0", "--max-steps: '0' is out of range"},
       {"classic abba-deadlock --quantum ' 1'", "--quantum: ' 1'"},
       {"replay " + t + " --schedule ''", "--schedule: '' names no file and no schedule"},
+      {"classic abba-deadlock --schedule ''", "--schedule: '' names no file"},
+      {"classic abba-deadlock --save-schedule ''", "--save-schedule: '' names no file"},
       {"replay " + t + " --engine python --watchdog 0s", "--watchdog: '0s': too short"},
       {"replay " + t + " --allow-recorded-patch", "need --engine python"},
   };

@@ -120,8 +120,10 @@ void RegisterClassic(CLI::App& app, CommandTable& table) {
   sub->add_option("--max-steps", args->max_steps, "Step bound of one run")
       ->default_val(100000)
       ->check(flags::Count(1, flags::kMaxSteps));
-  sub->add_option("--schedule", args->schedule_in, "Replay this saved schedule (ignores --seed)");
-  sub->add_option("--save-schedule", args->schedule_out, "Save the failing run's schedule here");
+  sub->add_option("--schedule", args->schedule_in, "Replay this saved schedule (ignores --seed)")
+      ->check(flags::FileName());
+  sub->add_option("--save-schedule", args->schedule_out, "Save the failing run's schedule here")
+      ->check(flags::FileName());
   table.Add(sub, [args] { return RunClassic(*args); });
 }
 

@@ -60,6 +60,11 @@ CLI::Validator Duration() {
       "");
 }
 
+CLI::Validator FileName() {
+  return CLI::Validator(
+      [](std::string& s) { return s.empty() ? std::string("'' names no file") : std::string(); }, "FILE");
+}
+
 CLI::Validator ShardSpec() {
   return CLI::Validator(
       [](std::string& s) -> std::string {

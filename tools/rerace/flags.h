@@ -31,6 +31,8 @@ CLI::Validator Count(uint64_t min, uint64_t max);
 CLI::Validator Duration();
 // "K/N" with 0 <= K < N (digits only), "auto" or "auto/N".
 CLI::Validator ShardSpec();
+// A file name that is not empty ('' names no file: refused rather than ignored).
+CLI::Validator FileName();
 
 // The checks behind the validators, for code that parses the same text itself.
 // "" when `text` is a valid Count(min, max); otherwise what was expected.
