@@ -1234,10 +1234,20 @@ int RunCheck(const CheckArgs& a) {
       if (auto w = WriteFile(a.perfetto, replay::ReplayTimeline(r, log.steps())); !w)
         return ReportError(w.error());
     }
-    std::fputs(Colour(fmt::format("verdict: {} FAILS{}: counterexample found after {} schedules ({})\n",
-                                  CheckedLabel(a.c), against, v.explored, v.counterexample->strategy))
-                   .c_str(),
-               stdout);
+    const auto& found = v.counterexample->findings;
+    if (!found.empty() && found.front().code == "patch-not-reached")
+      // Its own words: no schedule checked the patch, which never ran (docs/ENGINE.md).
+      std::fputs(Colour(fmt::format("verdict: {} FAILS{}: the patch never ran (patch-not-reached): "
+                                    "{}, after {} schedules ({})\n",
+                                    CheckedLabel(a.c), against, found.front().message, v.explored,
+                                    v.counterexample->strategy))
+                     .c_str(),
+                 stdout);
+    else
+      std::fputs(Colour(fmt::format("verdict: {} FAILS{}: counterexample found after {} schedules ({})\n",
+                                    CheckedLabel(a.c), against, v.explored, v.counterexample->strategy))
+                     .c_str(),
+                 stdout);
     std::fputs(assumed_line.c_str(), stdout);
     std::fputs(Colour(FormatReport(*v.counterexample, l->program, hint)).c_str(), stdout);
     std::printf("%s\n", shrink_note.c_str());

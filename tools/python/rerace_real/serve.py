@@ -36,7 +36,7 @@ import sys
 import threading
 import traceback
 
-from . import control, fakes, sync, trust, tuners
+from . import control, fakes, reach, sync, trust, tuners
 
 _FIELD_WORDS = {
     "in-param-not-in-cache": "In-parameter {name} is not in the cache: {who}",
@@ -154,12 +154,14 @@ class Setup:
         else:
             self.rules = gil.rules_for(sys.version_info[:2])
         self.info["rules"] = self.rules.name
+        self.reach = reach.Reach()
         before = _class_attrs(autotuner.Autotuner)
         for i, path in enumerate(self.cfg.get("patches", [])):
             self.info["patches"].append(self._import_patch(i, path, before))
             before = _class_attrs(autotuner.Autotuner)
         if not self.cfg.get("patches"):
             self._load_recorded_patches(before)
+        self.info["reach"] = self.reach.info()
         self._build_tuners()
 
     def _recorded_patches(self):
@@ -209,6 +211,7 @@ class Setup:
                     "--patch FILE" % (said, mod, type(e).__name__, e), kind="data")
             after = _class_attrs(self.autotuner.Autotuner)
             changed = sorted(n for n in set(before) | set(after) if before.get(n) is not after.get(n))
+            self.reach.note("Autotuner", before, after)
             self.info["patches"].append({
                 "file": mod, "recorded": True, "path": getattr(m, "__file__", "?"),
                 "changed": ["Autotuner.%s -> %s" % (n, _describe(after[n])) if n in after
@@ -226,6 +229,7 @@ class Setup:
             raise SetupError("patch %s: not a Python file" % path, kind="data")
         mod = importlib.util.module_from_spec(spec)
         sys.modules[name] = mod
+        cls = self.autotuner.Autotuner  # the class object the patch finds (it may rebind the name)
         try:
             spec.loader.exec_module(mod)
         except SyntaxError as e:
@@ -235,14 +239,23 @@ class Setup:
         except BaseException as e:  # noqa: BLE001 - SystemExit too: the patch's, reported
             raise SetupError("patch %s raised %s: %s (at %s)" % (
                 path, type(e).__name__, e, _patch_frame(e, path)), kind="data")
-        after = _class_attrs(self.autotuner.Autotuner)
+        after = _class_attrs(cls)
         changed = sorted(n for n in set(before) | set(after) if before.get(n) is not after.get(n))
+        self.reach.note("Autotuner", before, after)
         with open(path, "rb") as f:
             sha256 = hashlib.sha256(f.read()).hexdigest()
-        return {"file": path, "sha256": sha256,
-                "changed": ["Autotuner.%s -> %s" % (n, _describe(after[n]))
-                                          if n in after else "Autotuner.%s removed" % n
-                                          for n in changed]}
+        out = {"file": path, "sha256": sha256,
+               "changed": ["Autotuner.%s -> %s" % (n, _describe(after[n]))
+                           if n in after else "Autotuner.%s removed" % n
+                           for n in changed]}
+        now = self.autotuner.Autotuner
+        if now is not cls:
+            # A reload, or a subclass put in its place: what the patch changed is on the old
+            # class object; tuners built from here on use the new one.
+            out["changed"].append("triton.runtime.autotuner.Autotuner rebound to another class "
+                                  "object (%s.%s)" % (getattr(now, "__module__", "?"),
+                                                      getattr(now, "__qualname__", "?")))
+        return out
 
     def _build_tuners(self):
         self.tuners = {}
@@ -401,6 +414,9 @@ def _replay_call(setup, run, ts, call_index):
     call = setup.program["calls"][call_index]
     tuner, values, c = _call_args(setup, call, ts.tid)
     ts.call = c
+    reached = setup.reach.replaced and ts.tid >= 0
+    if reached:
+        setup.reach.start_call(c)
     try:
         tuner[(1,)](*values)
         return None
@@ -413,12 +429,30 @@ def _replay_call(setup, run, ts, call_index):
         return f
     finally:
         ts.call = None
+        if reached:
+            run.send("r", json.dumps(setup.reach.report(c), sort_keys=True))
+
+
+def _profile(setup, tracer):
+    """The profile function of a replaying thread: the GIL tracer's and patch reach's."""
+    inner = tracer.profile if tracer is not None else None
+    if not setup.reach.replaced:
+        return inner
+    check = setup.reach.profile
+    if inner is None:
+        return lambda frame, event, arg: check(frame, event)
+
+    def both(frame, event, arg):
+        check(frame, event)
+        inner(frame, event, arg)
+
+    return both
 
 
 def _worker(setup, run, tracer, ts, ops):
     control._local.ts = ts
+    sys.setprofile(_profile(setup, tracer))
     if tracer is not None:
-        sys.setprofile(tracer.profile)
         sys.settrace(tracer.global_trace)
     ts.baton.acquire()
     try:

@@ -1,0 +1,92 @@
+// Patch reach (issue 29, "the phantom patch"): for every callable a patch replaced in
+// Triton's Autotuner, the real-code engine says through which calls it was entered; one no
+// call entered is the finding `patch-not-reached`, and `check` never says "holds" for it.
+// Three patches of tests/data/patches, through the command line on the H200 recording: one
+// that works, one bypassed as the incident's engineer suspected (a subclass calls a reference
+// to the original `run` taken before the patch), one applied to a class object the tuners do
+// not use (the module reloaded after the patch). Runs the real Triton of the venv under
+// RERACE_PY_ROOT (tools/scripts/python-envs.sh) and skips, saying which, without it.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <string>
+#include <vector>
+
+#include "rerace/testing/cli.h"
+
+#ifndef RERACE_PY_ROOT
+#define RERACE_PY_ROOT ""
+#endif
+
+namespace {
+
+using rerace::testing::CliRun;
+using rerace::testing::Has;
+using rerace::testing::Rerace;
+using rerace::testing::SampleTrace;
+using rerace::testing::Source;
+
+struct Case {
+  const char* name;
+  const char* command;  // "replay" or "check" with its options
+  const char* patch;    // under tests/data/patches
+  int exit_code;
+  std::vector<std::string> has;
+  std::vector<std::string> lacks;
+};
+
+class PatchReach : public ::testing::TestWithParam<Case> {};
+
+TEST_P(PatchReach, SaysWhetherEachReplacementWasOnThePath) {
+  const Case& c = GetParam();
+  const std::string exe = std::string(RERACE_PY_ROOT) + "/venv/bin/python";
+  if (std::string(RERACE_PY_ROOT).empty() || access(exe.c_str(), X_OK) != 0)
+    GTEST_SKIP() << exe << " is missing (tools/scripts/python-envs.sh makes it)";
+  const CliRun r = Rerace(std::string(c.command) + " " + SampleTrace("triton-none-h200.rrt") +
+                          " --engine python --python-exe " + exe + " --patch " +
+                          Source(std::string("tests/data/patches/") + c.patch));
+  SCOPED_TRACE(c.name);
+  EXPECT_EQ(r.code, c.exit_code) << r.out;
+  for (const std::string& s : c.has) EXPECT_TRUE(Has(r.out, s)) << "missing: " << s << "\n" << r.out;
+  for (const std::string& s : c.lacks) EXPECT_FALSE(Has(r.out, s)) << "unexpected: " << s << "\n" << r.out;
+}
+
+const Case kCases[] = {
+    {"a lock that works is entered by every call", "replay --seed 3", "reach_works.py", 0,
+     {"patch reach: your Autotuner.run replacement (reach_works.py:10) was entered by 8 of 8 "
+      "threads' calls\n",
+      "ok: no failure in this schedule"},
+     {"patch-not-reached"}},
+    {"a subclass calling the saved original bypasses the lock", "replay --seed 3",
+     "reach_bypassed.py", 1,
+     {"FAILED: patch-not-reached at step",
+      "(none: the patch never ran): your Autotuner.run replacement (reach_bypassed.py:20) was "
+      "entered by 0 of 8 threads' calls\n",
+      "  TeamAutotuner.run (reach_bypassed.py:14) reached Autotuner.run "
+      "(triton/runtime/autotuner.py:",
+      ") without it\n",
+      // The stock race the lock was meant to stop, still there: the patch never ran.
+      "KeyError: 'y_ptr'"},
+     {"patch reach: "}},
+    {"a patch on a class object the reloaded module replaced", "replay --seed 3",
+     "reach_reloaded.py", 1,
+     {"triton.runtime.autotuner.Autotuner rebound to another class object",
+      "FAILED: patch-not-reached at step",
+      "your Autotuner.run replacement (reach_reloaded.py:13) was entered by 0 of 8 threads' calls",
+      "reached Autotuner.run (triton/runtime/autotuner.py:"},
+     {"patch reach: "}},
+    {"check fails a bypassed patch with its own words, never holds", "check --bound 1 --max-runs 3",
+     "reach_bypassed.py", 1,
+     {"FAILS: the patch never ran (patch-not-reached): your Autotuner.run replacement "
+      "(reach_bypassed.py:20) was entered by 0 of 8 threads' calls"},
+     {"holds", "inconclusive"}},
+    // A budget too small to finish is inconclusive (exit 3), as before: reach changes nothing.
+    {"check of a reached patch keeps its verdict", "check --bound 1 --max-runs 2",
+     "reach_works.py", 3,
+     {"verdict: inconclusive"},
+     {"patch-not-reached"}},
+};
+
+INSTANTIATE_TEST_SUITE_P(Cases, PatchReach, ::testing::ValuesIn(kCases));
+
+}  // namespace
