@@ -10,7 +10,7 @@ import threading
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
-from rerace_real import control, fakes, sync, tuners  # noqa: E402
+from rerace_real import control, fakes, reach, sync, tuners  # noqa: E402
 
 try:
     import triton
@@ -400,3 +400,67 @@ class SitePathTest(unittest.TestCase):
         ]
         for path, want in cases:
             self.assertEqual(control.site_path(path), want, path)
+
+
+class ReachTest(unittest.TestCase):
+    """Issue 29: which replaced callables a tuner call entered, and a bypass's frame chain.
+    Plain classes stand for Autotuner (no Triton needed): the profile hook is what is tested."""
+
+    def _run(self, reached, call):
+        ts = control.ThreadState(0, "t0")
+        c = {}
+        reached.start_call(c)
+        ts.call = c
+        control._local.ts = ts
+        sys.setprofile(lambda frame, event, arg: reached.profile(frame, event))
+        try:
+            call()
+        finally:
+            sys.setprofile(None)
+            control._local.ts = None
+        return reached.report(c)
+
+    def test_a_wrapper_on_the_path_is_entered(self):
+        class Tuner:
+            def run(self):
+                return 1
+        before = dict(vars(Tuner))
+        stock = Tuner.run
+
+        def run(self):
+            return stock(self)
+        Tuner.run = run
+        reached = reach.Reach()
+        reached.note("Tuner", before, dict(vars(Tuner)))
+        self.assertEqual([r["name"] for r in reached.info()], ["Tuner.run"])
+        self.assertEqual(self._run(reached, lambda: Tuner().run()), {"entered": [0], "bypass": {}})
+
+    def test_a_reference_taken_before_the_patch_bypasses_it(self):
+        class Tuner:
+            def run(self):
+                return 1
+        orig = Tuner.run
+
+        class Sub(Tuner):
+            def run(self):
+                return orig(self)
+        before = dict(vars(Tuner))
+
+        def run(self):
+            return orig(self)
+        Tuner.run = run
+        reached = reach.Reach()
+        reached.note("Tuner", before, dict(vars(Tuner)))
+        got = self._run(reached, lambda: Sub().run())
+        self.assertEqual(got["entered"], [])
+        self.assertRegex(got["bypass"]["0"],
+                         r"^ReachTest\.test_a_reference_taken_before_the_patch_bypasses_it\."
+                         r"<locals>\.Sub\.run \(test_engine\.py:\d+\) reached Tuner\.run "
+                         r"\(test_engine\.py:\d+\) without it$")
+
+    def test_what_is_not_code_is_not_a_replacement(self):
+        before = {"run": lambda self: 1, "x": 1}
+        after = {"run": before["run"], "x": 2, "new": lambda self: 2}
+        reached = reach.Reach()
+        reached.note("Tuner", before, after)
+        self.assertEqual(reached.info(), [])
