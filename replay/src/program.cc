@@ -187,4 +187,29 @@ std::vector<std::string> PatchedParts(const Program& p) {
   return {out.begin(), out.end()};
 }
 
+std::vector<std::string> RecordedReach(const Program& p) {
+  struct Count {
+    uint32_t calls = 0;
+    uint32_t on_stack = 0;
+    std::string bypass;  // the first call's caller that went around it
+  };
+  std::map<std::pair<std::string, std::string>, Count> by;
+  for (const TunerCall& c : p.calls)
+    for (const TunerCall::Reach& r : c.reach) {
+      Count& n = by[{r.name, r.patch}];
+      ++n.calls;
+      if (r.on_stack) ++n.on_stack;
+      else if (n.bypass.empty()) n.bypass = r.by;
+    }
+  std::vector<std::string> out;
+  for (const auto& [k, n] : by) {
+    std::string line = fmt::format("your {} replacement ({}) was on the stack of {} of {} recorded "
+                                   "calls", k.first, k.second, n.on_stack, n.calls);
+    if (!n.bypass.empty())
+      line += fmt::format(": {} reached {} without it", n.bypass, k.first);
+    out.push_back(std::move(line));
+  }
+  return out;
+}
+
 }  // namespace rerace::replay

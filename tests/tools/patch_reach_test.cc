@@ -5,7 +5,9 @@
 // that works, one bypassed as the incident's engineer suspected (a subclass calls a reference
 // to the original `run` taken before the patch), one applied to a class object the tuners do
 // not use (the module reloaded after the patch). Runs the real Triton of the venv under
-// RERACE_PY_ROOT (tools/scripts/python-envs.sh) and skips, saying which, without it.
+// RERACE_PY_ROOT (tools/scripts/python-envs.sh) and skips, saying which, without it. And the
+// reach the probe records on the GPU (`rerace record --probe triton`), said by replay's first
+// lines for either engine.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -13,6 +15,7 @@
 #include <vector>
 
 #include "rerace/testing/cli.h"
+#include "rerace/testing/rewrite.h"
 
 #ifndef RERACE_PY_ROOT
 #define RERACE_PY_ROOT ""
@@ -88,5 +91,24 @@ const Case kCases[] = {
 };
 
 INSTANTIATE_TEST_SUITE_P(Cases, PatchReach, ::testing::ValuesIn(kCases));
+
+// The H200 recording as the probe records the incident: every call's detail says the team's
+// lock on Autotuner.run was not on its stack, CachedAutotuner.run having called Triton's run.
+TEST(RecordedPatchReach, ReplaySaysWhatTheProbeSawOnTheGpu) {
+  const std::string out = ::testing::TempDir() + "/reach-recorded-" + std::to_string(getpid()) + ".rrt";
+  const std::string reach =
+      R"j("reach":{"Autotuner.run":{"by":"CachedAutotuner.run (cache.py:360)","module":"fix",)j"
+      R"j("on_stack":false,"patch":"fix.py:7","qualname":"run"}})j";
+  rerace::testing::RewriteSample("triton-none-h200.rrt", out, [&](std::string d) {
+    return d.empty() ? "{" + reach + "}" : d.substr(0, d.size() - 1) + "," + reach + "}";
+  });
+  const CliRun r = Rerace("replay " + out + " --seed 1");
+  EXPECT_TRUE(Has(r.out, "recorded patch reach: your Autotuner.run replacement (fix.py:7) was on "
+                         "the stack of 0 of 8 recorded calls: CachedAutotuner.run (cache.py:360) "
+                         "reached Autotuner.run without it\n"))
+      << r.out;
+  const CliRun stock = Rerace("replay " + SampleTrace("triton-none-h200.rrt") + " --seed 1");
+  EXPECT_FALSE(Has(stock.out, "recorded patch reach")) << stock.out;
+}
 
 }  // namespace

@@ -227,6 +227,9 @@ Result<Loaded> Load(const std::string& path, const Common& c, bool refuse_trunca
   l.options.detect_races = c.races;
   l.options.python_mode = c.python_mode;
   l.options.python_version = c.python_version;
+  // What the probe saw on the GPU: a patch never on the path there (issue 29).
+  for (const std::string& line : RecordedReach(l.program))
+    std::fprintf(stderr, "recorded patch reach: %s\n", line.c_str());
   const std::vector<std::string> patched = PatchedParts(l.program);
   if (!python && !patched.empty() && c.fix == "none")
     return Error{fmt::format("{}: the recorded program was patched ({}): the C++ model would check "
