@@ -11,6 +11,8 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -109,6 +111,52 @@ TEST(RecordedPatchReach, ReplaySaysWhatTheProbeSawOnTheGpu) {
       << r.out;
   const CliRun stock = Rerace("replay " + SampleTrace("triton-none-h200.rrt") + " --seed 1");
   EXPECT_FALSE(Has(stock.out, "recorded patch reach")) << stock.out;
+}
+
+// Issue 29 (2): a tuner class the recording names that subclasses Triton's Autotuner (a
+// team's, a library's) replays through its real class when its module imports here, and is
+// refused in one line naming the class and the module otherwise. The H200 recording, its
+// tuner class renamed to rerace_team_tuner.TeamAutotuner: a subclass whose run calls a
+// reference to Autotuner.run taken at import, as the incident's CachedAutotuner was suspected
+// of, so a team's lock patched onto Autotuner.run afterwards is never on the path.
+TEST(RecordedTunerClass, ReplaysThroughItsRealClassOrIsRefusedInOneLine) {
+  const std::string exe = std::string(RERACE_PY_ROOT) + "/venv/bin/python";
+  if (std::string(RERACE_PY_ROOT).empty() || access(exe.c_str(), X_OK) != 0)
+    GTEST_SKIP() << exe << " is missing (tools/scripts/python-envs.sh makes it)";
+  const std::string dir = ::testing::TempDir() + "/reach-class-" + std::to_string(getpid());
+  std::filesystem::create_directories(dir + "/lib");
+  std::ofstream(dir + "/lib/rerace_team_tuner.py")
+      << "from triton.runtime.autotuner import Autotuner\n"
+         "_orig_run = Autotuner.run\n"
+         "class TeamAutotuner(Autotuner):\n"
+         "    def run(self, *args, **kwargs):\n"
+         "        self.team_calls = getattr(self, 'team_calls', 0) + 1\n"
+         "        return _orig_run(self, *args, **kwargs)\n";
+  const std::string trace = dir + "/team.rrt";
+  rerace::testing::RewriteSample(
+      "triton-none-h200.rrt", trace, [](std::string d) { return d; },
+      [](std::string s) {
+        return s == "triton.runtime.autotuner.Autotuner" ? "rerace_team_tuner.TeamAutotuner" : s;
+      });
+  const std::string replay = "replay " + trace + " --engine python --python-exe " + exe + " --seed 3";
+  // Installed (on PYTHONPATH): its class builds the tuner, and its own run is on the path.
+  const CliRun real = Rerace("--version >/dev/null; PYTHONPATH=" + dir + "/lib " +
+                             std::string(std::getenv("RERACE_BIN") ? std::getenv("RERACE_BIN") : "build/bin") +
+                             "/rerace " + replay + " --patch " + Source("tests/data/patches/reach_works.py"));
+  EXPECT_EQ(real.code, 1) << real.out;
+  EXPECT_TRUE(Has(real.out, "; class rerace_team_tuner.TeamAutotuner (rerace_team_tuner.py)")) << real.out;
+  EXPECT_TRUE(Has(real.out, "FAILED: patch-not-reached")) << real.out;
+  EXPECT_TRUE(Has(real.out, "  TeamAutotuner.run (rerace_team_tuner.py:6) reached Autotuner.run "
+                            "(triton/runtime/autotuner.py:"))
+      << real.out;
+  EXPECT_TRUE(Has(real.out, "KeyError: 'y_ptr'")) << real.out;  // it inherits the race
+  // Not installed: one line naming the class and its module, exit 65.
+  const CliRun refused = Rerace(replay);
+  EXPECT_EQ(refused.code, 65) << refused.out;
+  EXPECT_TRUE(Has(refused.out, "tuner class rerace_team_tuner.TeamAutotuner is not imported: module "
+                               "rerace_team_tuner: "))
+      << refused.out;
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

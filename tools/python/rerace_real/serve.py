@@ -118,13 +118,15 @@ class Setup:
         patches = set(self.cfg["patches"])
         fixes_dir = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixes") + os.sep
         real = {}
+        self.watched_roots = []  # a recorded tuner class's module or package (_build_tuners)
 
         def watched(filename):
             r = real.get(filename)
             if r is None:
                 r = real[filename] = os.path.realpath(filename)
             return (r in patches or r.startswith(fixes_dir) or "/triton/" in r or "/fla/" in r or
-                    filename.startswith("<rerace"))
+                    filename.startswith("<rerace") or
+                    any(r == w or r.startswith(w + os.sep) for w in self.watched_roots))
 
         self.watched = watched
         sync.set_watched(watched)
@@ -155,6 +157,7 @@ class Setup:
             self.rules = gil.rules_for(sys.version_info[:2])
         self.info["rules"] = self.rules.name
         self.reach = reach.Reach()
+        self._import_tuner_classes()
         before = _class_attrs(autotuner.Autotuner)
         for i, path in enumerate(self.cfg.get("patches", [])):
             self.info["patches"].append(self._import_patch(i, path, before))
@@ -257,6 +260,34 @@ class Setup:
                                                       getattr(now, "__qualname__", "?")))
         return out
 
+    def _watch(self, path):
+        """Watches a recorded tuner class's module: its package folder, or its file."""
+        r = os.path.realpath(path)
+        if os.path.basename(r) == "__init__.py":
+            r = os.path.dirname(r)
+        self.watched_roots.append(r)
+
+    def _import_tuner_classes(self):
+        """Imports each tuner class the recording names other than Triton's Autotuner (a
+        team's subclass, a library's such as FLA's CachedAutotuner) before the patches, as a
+        training script's imports come before the patches it applies at start-up (a module that
+        keeps a reference to Autotuner.run keeps the original). Refused in one line when its
+        module is not installed here or the class is not an Autotuner."""
+        self.tuner_classes = {}
+        for call in self.program["calls"]:
+            cls = call.get("tuner_class", "")
+            if cls in ("", "triton.runtime.autotuner.Autotuner") or cls in self.tuner_classes:
+                continue
+            meta = (self.program.get("tuner_meta") or {}).get(str(call["tuner"]))
+            subclass, refused = tuners.tuner_class(cls, meta, self.autotuner.Autotuner,
+                                                   self.folders, watch=self._watch)
+            if subclass is None:
+                raise SetupError(
+                    "tuner class %s is not imported: %s; the python engine replays a tuner "
+                    "through its real class (install its module or put it on PYTHONPATH, or "
+                    "use --engine model)" % (cls, refused), kind="data")
+            self.tuner_classes[cls] = subclass
+
     def _build_tuners(self):
         self.tuners = {}
         names = {}
@@ -265,13 +296,16 @@ class Setup:
             if tid in self.tuners:
                 continue
             cls = call.get("tuner_class", "")
-            if cls not in ("", "triton.runtime.autotuner.Autotuner"):
-                raise SetupError(
-                    "tuner class %s: the python engine builds triton.runtime.autotuner.Autotuner "
-                    "tuners from a recording; %s is not one (use --engine model)" % (cls, cls),
-                    kind="data")
             meta = (self.program.get("tuner_meta") or {}).get(str(tid))
             tuner, why = tuners.imported_kernel(meta, self.autotuner.Autotuner, self.folders)
+            subclass = None
+            if cls not in ("", "triton.runtime.autotuner.Autotuner") and (
+                    tuner is None or "%s.%s" % (type(tuner).__module__,
+                                                type(tuner).__qualname__) != cls):
+                # Another tuner class (a team's subclass, a library's such as FLA's
+                # CachedAutotuner): replayed through the real class, or refused in one line.
+                tuner = None
+                subclass = self.tuner_classes[cls]
             keys = None
             if tuner is not None:
                 config_names = set()
@@ -284,10 +318,23 @@ class Setup:
                 keys = (meta or {}).get("keys") or None
                 if keys and tuners.key_values(keys, call["arg_names"], call["key"]) is None:
                     keys = None
-                tuner, positional = tuners.build(call, self.triton, keys=keys)
+                try:
+                    tuner, positional = tuners.build(call, self.triton, keys=keys, cls=subclass)
+                except Exception as e:  # noqa: BLE001
+                    if subclass is None:
+                        raise
+                    raise SetupError("tuner class %s (module %s) cannot be built as Triton's "
+                                     "autotune builds an Autotuner: %s: %s" % (
+                                         cls, subclass.__module__, type(e).__name__, e),
+                                     kind="data")
                 source = "built from the recording" + (
                     " (key names %s from the probe)" % ", ".join(keys) if keys else
                     " (the recorded key carried by an extra argument)")
+                if subclass is not None:
+                    source += "; class %s.%s (%s)" % (
+                        subclass.__module__, subclass.__qualname__,
+                        control.site_path(getattr(sys.modules.get(subclass.__module__),
+                                                  "__file__", None) or "?"))
                 if meta:
                     source += "; not imported: " + why
             self.info.setdefault("tuners", []).append("%s: %s" % (call["kernel"], source))

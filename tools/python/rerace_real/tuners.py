@@ -217,7 +217,44 @@ def kernel_function(name, arg_names):
 KEY_ARG = "rerace_recorded_key"
 
 
-def build(call, triton, keys=None):
+def tuner_class(recorded, meta, autotuner_cls, folders, watch=None):
+    """The tuner class the recording names (`recorded`, "module.Qualname"; the probe's metadata
+    splits it), imported when its module is installed here (trust.check), as (class, "") when
+    it subclasses `autotuner_cls`, else (None, why not). `watch(path)` is called with the
+    module's file (or its package's) before it is imported, so that its locks are rerace's."""
+    import importlib
+    from . import trust
+    c = (meta or {}).get("class") or {}
+    if c.get("module") and c.get("qualname") and "%s.%s" % (c["module"], c["qualname"]) == recorded:
+        splits = [(c["module"], c["qualname"])]
+    else:
+        parts = recorded.split(".")
+        splits = [(".".join(parts[:i]), ".".join(parts[i:])) for i in range(len(parts) - 1, 0, -1)]
+    why = "%r is not a module and a class name" % recorded
+    for mod, qualname in splits:
+        if mod == "__main__" or "<locals>" in qualname:
+            return None, "module %s: defined in a script or a function, not importable" % mod
+        if not all(p.isidentifier() for p in qualname.split(".")):
+            return None, "%r is not a qualified name" % qualname
+        path, why = trust.check(mod, folders)
+        if why:
+            why = "module %s: %s" % (mod, why)
+            continue
+        if watch is not None:
+            watch(path)
+        try:
+            obj = importlib.import_module(mod)
+            for part in qualname.split("."):
+                obj = getattr(obj, part)
+        except Exception as e:  # noqa: BLE001 - any failure is the one line the user reads
+            return None, "module %s: %s: %s" % (mod, type(e).__name__, e)
+        if not (isinstance(obj, type) and issubclass(obj, autotuner_cls)):
+            return None, "%s.%s is not a subclass of Triton's Autotuner" % (mod, qualname)
+        return obj, ""
+    return None, why
+
+
+def build(call, triton, keys=None, cls=None):
     """A triton.autotune tuner for recorded call `call` (a dict from the program).
 
     `keys`: the names of the key's arguments, when the probe recorded them. Without them the
@@ -242,7 +279,18 @@ def build(call, triton, keys=None):
         kw["restore_value"] = names(call["restore_value"]) or None
     if "reset_to_zero" in params:
         kw["reset_to_zero"] = names(call["reset_to_zero"]) or None
-    tuner = triton.autotune(**kw)(jit)
+    if cls is None:
+        tuner = triton.autotune(**kw)(jit)
+    else:
+        # The recorded subclass, made by triton.autotune with the arguments Triton's own
+        # decorator passes: it looks `Autotuner` up in its module when it builds the tuner.
+        from triton.runtime import autotuner as module
+        stock = module.Autotuner
+        module.Autotuner = cls
+        try:
+            tuner = triton.autotune(**kw)(jit)
+        finally:
+            module.Autotuner = stock
     return tuner, positional
 
 

@@ -19,8 +19,10 @@
 namespace rerace::testing {
 
 // `sample` written to `out` with `edit` applied to each tuner call's detail (the probe's JSON).
+// `edit_string`, when given, is applied to each string of the trace (a tuner class's name).
 inline void RewriteSample(const std::string& sample, const std::string& out,
-                          const std::function<std::string(std::string)>& edit) {
+                          const std::function<std::string(std::string)>& edit,
+                          const std::function<std::string(std::string)>& edit_string = {}) {
   const char* src = std::getenv("RERACE_SOURCE");  // the source tree (ctest sets it)
   auto t = traces::ReadTrace(std::string(src ? src : ".") + "/traces/samples/" + sample);
   ASSERT_TRUE(t.ok()) << t.error().message;
@@ -28,7 +30,7 @@ inline void RewriteSample(const std::string& sample, const std::string& out,
   ASSERT_TRUE(w.ok()) << w.error().message;
   traces::TraceWriter& tw = **w;
   std::vector<uint32_t> sid, shid;
-  for (const std::string& s : t->strings) sid.push_back(tw.String(s));
+  for (const std::string& s : t->strings) sid.push_back(tw.String(edit_string ? edit_string(s) : s));
   for (traces::LaunchShape sh : t->shapes) {
     sh.kernel = sid[sh.kernel];
     shid.push_back(tw.Shape(sh));
