@@ -270,6 +270,11 @@ std::string DescribeEngine(const std::string& info_json) {
         "running here: to check the recorded interpreter, give --python-exe a Python of that "
         "version",
         fmt::join(j.value("recorded_python", std::vector<std::string>{}), ", "));
+  if (const auto fake = j.value("fake_torch", std::vector<std::string>{}); !fake.empty())
+    out += fmt::format("\nNB: this Python has no torch: {} imported with rerace's minimal fake torch "
+                       "(tools/python/rerace_real/fake_torch.py: torch.cuda.is_available() is False, "
+                       "nothing else), its packages' __init__ not run",
+                       fmt::join(fake, ", "));
   if (j.contains("patches"))
     for (const auto& p : j["patches"]) {
       const auto changed = p.value("changed", std::vector<std::string>{});

@@ -159,4 +159,50 @@ TEST(RecordedTunerClass, ReplaysThroughItsRealClassOrIsRefusedInOneLine) {
   std::filesystem::remove_all(dir);
 }
 
+// Issue 29 (1): FLA's real CachedAutotuner (fla-core 0.5.2 and 0.6.0, pip-installed with
+// --target under RERACE_PY_ROOT) under the engine, without torch: its cache.py is imported alone
+// with rerace's minimal fake torch. Its None-safe hooks raise no KeyError: the race is silent.
+// A lock on Autotuner.run is on its path (its run calls super().run()).
+TEST(FlaCachedAutotuner, ReplaysThroughFlasOwnCode) {
+  const std::string exe = std::string(RERACE_PY_ROOT) + "/venv/bin/python";
+  if (std::string(RERACE_PY_ROOT).empty() || access(exe.c_str(), X_OK) != 0)
+    GTEST_SKIP() << exe << " is missing (tools/scripts/python-envs.sh makes it)";
+  const std::string trace = ::testing::TempDir() + "/reach-fla-" + std::to_string(getpid()) + ".rrt";
+  rerace::testing::RewriteSample(
+      "triton-none-h200.rrt", trace, [](std::string d) { return d; },
+      [](std::string s) {
+        return s == "triton.runtime.autotuner.Autotuner" ? "fla.ops.utils.cache.CachedAutotuner" : s;
+      });
+  const char* bin = std::getenv("RERACE_BIN");
+  for (const std::string version : {"0.5.2", "0.6.0"}) {
+    SCOPED_TRACE("fla-core " + version);
+    const std::string fla = std::string(RERACE_PY_ROOT) + "/fla-core-" + version;
+    if (access((fla + "/fla/ops/utils/cache.py").c_str(), F_OK) != 0) {
+      ADD_FAILURE() << fla << " is missing (tools/scripts/python-envs.sh makes it)";
+      continue;
+    }
+    const CliRun r = Rerace("--version >/dev/null; PYTHONPATH=" + fla + " " +
+                            std::string(bin ? bin : "build/bin") + "/rerace replay " + trace +
+                            " --engine python --python-exe " + exe + " --seed 3 --patch " +
+                            Source("tests/data/patches/reach_works.py"));
+    EXPECT_TRUE(Has(r.out, "; class fla.ops.utils.cache.CachedAutotuner (fla/ops/utils/cache.py)")) << r.out;
+    EXPECT_TRUE(Has(r.out, "NB: this Python has no torch: fla.ops.utils.cache imported with rerace's "
+                           "minimal fake torch"))
+        << r.out;
+    EXPECT_TRUE(Has(r.out, "patch reach: your Autotuner.run replacement (reach_works.py:10) was "
+                           "entered by 8 of 8 threads' calls"))
+        << r.out;
+    EXPECT_FALSE(Has(r.out, "KeyError")) << r.out;
+    // Without the lock: the race FLA inherits from Triton's run, silent under its None-safe hooks.
+    const CliRun stock = Rerace("--version >/dev/null; PYTHONPATH=" + fla + " " +
+                                std::string(bin ? bin : "build/bin") + "/rerace replay " + trace +
+                                " --engine python --python-exe " + exe + " --seed 3");
+    EXPECT_EQ(stock.code, 1) << stock.out;
+    EXPECT_TRUE(Has(stock.out, "FAILED: missed-restore in thread ")) << stock.out;
+    EXPECT_TRUE(Has(stock.out, "the real program raises nothing (silent corruption)")) << stock.out;
+    EXPECT_FALSE(Has(stock.out, "KeyError")) << stock.out;
+  }
+  std::filesystem::remove(trace);
+}
+
 }  // namespace

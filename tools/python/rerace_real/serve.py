@@ -158,6 +158,8 @@ class Setup:
         self.info["rules"] = self.rules.name
         self.reach = reach.Reach()
         self._import_tuner_classes()
+        if tuners.FAKE_TORCH:
+            self.info["fake_torch"] = list(tuners.FAKE_TORCH)
         before = _class_attrs(autotuner.Autotuner)
         for i, path in enumerate(self.cfg.get("patches", [])):
             self.info["patches"].append(self._import_patch(i, path, before))

@@ -15,6 +15,7 @@ real ``triton.jit`` function with an empty body (its launch is stubbed, fakes.py
 import ast
 import inspect
 import linecache
+import os
 
 from . import control
 
@@ -243,7 +244,12 @@ def tuner_class(recorded, meta, autotuner_cls, folders, watch=None):
         if watch is not None:
             watch(path)
         try:
-            obj = importlib.import_module(mod)
+            try:
+                obj = importlib.import_module(mod)
+            except ModuleNotFoundError as e:
+                if e.name != "torch" or "." not in mod:
+                    raise
+                obj = import_alone(mod, path)
             for part in qualname.split("."):
                 obj = getattr(obj, part)
         except Exception as e:  # noqa: BLE001 - any failure is the one line the user reads
@@ -252,6 +258,46 @@ def tuner_class(recorded, meta, autotuner_cls, folders, watch=None):
             return None, "%s.%s is not a subclass of Triton's Autotuner" % (mod, qualname)
         return obj, ""
     return None, why
+
+
+FAKE_TORCH = []  # the modules import_alone loaded with the fake torch (serve.py says so)
+
+
+def import_alone(mod, path):
+    """Module `mod` (in package `path`, trust-checked) imported without running its parent
+    packages' ``__init__`` (FLA's import every kernel, and those need torch), with the minimal
+    fake torch (fake_torch.py) standing in while it imports, when this Python has none: each
+    parent package is a bare module whose ``__path__`` is its folder."""
+    import importlib.util
+    import sys
+    import types
+    parts = mod.split(".")
+    top = os.path.realpath(os.path.dirname(path) if os.path.basename(path) == "__init__.py" else path)
+    file = os.path.realpath(os.path.join(top, *parts[1:]) + ".py")
+    if not file.startswith(top + os.sep) or not os.path.isfile(file):
+        raise ImportError("%s is not a file of package %s" % (mod, parts[0]))
+    for i in range(1, len(parts)):
+        name = ".".join(parts[:i])
+        if name not in sys.modules:
+            pkg = types.ModuleType(name)
+            pkg.__path__ = [os.path.join(top, *parts[1:i])]
+            pkg.__rerace_bare__ = True
+            sys.modules[name] = pkg
+    fake = importlib.util.find_spec("torch") is None and "torch" not in sys.modules
+    if fake:
+        from . import fake_torch
+        sys.modules["torch"] = fake_torch
+    try:
+        spec = importlib.util.spec_from_file_location(mod, file)
+        m = importlib.util.module_from_spec(spec)
+        sys.modules[mod] = m
+        spec.loader.exec_module(m)
+    finally:
+        if fake:
+            del sys.modules["torch"]
+    if fake:
+        FAKE_TORCH.append(mod)
+    return m
 
 
 def build(call, triton, keys=None, cls=None):
