@@ -128,7 +128,7 @@ void PythonWorld::ReportReach(ReplayResult& r) {
       f.where = patch;
       f.words = b != reach_bypass_.end()
                     ? b->second
-                    : fmt::format("no call entered the replaced {} either",
+                    : fmt::format("no call went through it, nor through what it replaced: {}",
                                   x.value("target", name));
       missed.push_back(std::move(f));
     } else if (reach_calls_ > 0) {

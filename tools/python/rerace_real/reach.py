@@ -6,7 +6,8 @@ entered is not checked by any schedule, however many hold.
 
 Set-up (serve.py, after each patch is imported): for every name a patch replaced in the tuner
 class whose old and new values are code (a function, a property's getter, a static or class
-method), one ``Replaced``: the new code (the patch's), the old code (the target it replaced),
+method), and every property a patch added (thread-local ``nargs``: the instance attribute's
+reads and writes now go through it), one ``Replaced``: the new code (the patch's), the old code (the target it replaced),
 the patch's file and line. During a replayed tuner call, a 'call' profile event that enters a
 replaced callable marks it entered for that call; one that enters the target with no
 replacement of it on the stack is a bypass, and the first such frame chain is kept
@@ -46,13 +47,15 @@ class Replaced:
     def __init__(self, name, new, old, patch, kind):
         self.name = name      # "Autotuner.run"
         self.new = new        # the patch's code object
-        self.old = old        # the replaced code object
+        self.old = old        # the replaced code object (None: a property where there was none)
         self.patch = patch    # the patch's "file.py:line"
         self.kind = kind      # "replacement" or "property"
 
     def info(self):
-        return {"name": self.name, "kind": self.kind, "patch": self.patch,
-                "target": "%s (%s)" % (self.name, _where(self.old))}
+        # A property put where the instance attribute was (thread-local nargs): no code before.
+        target = "%s (%s)" % (self.name, _where(self.old)) if self.old is not None else \
+            "%s (an instance attribute before the patch)" % self.name
+        return {"name": self.name, "kind": self.kind, "patch": self.patch, "target": target}
 
 
 class Reach:
@@ -66,17 +69,21 @@ class Reach:
     def note(self, cls_name, before, after):
         """A patch's changes: `before` and `after` map names to the class attributes."""
         for name in sorted(after):
-            if name not in before or before[name] is after[name]:
+            if name in before and before[name] is after[name]:
                 continue
-            new, old = _code(after[name]), _code(before[name])
-            if new is None or old is None or new is old:
+            new = _code(after[name])
+            old = _code(before[name]) if name in before else None
+            if name not in before and not isinstance(after[name], property):
+                continue  # a new helper, not on the path of any stock code
+            if new is None or new is old or (name in before and old is None):
                 continue
             kind = "property" if isinstance(after[name], property) else "replacement"
             r = Replaced("%s.%s" % (cls_name, name), new, old,
                          "%s:%d" % (control.site_path(new.co_filename), new.co_firstlineno), kind)
             self._new[new] = len(self.replaced)
-            self._old.setdefault((old.co_filename, old.co_firstlineno, old.co_name),
-                                 len(self.replaced))
+            if old is not None:
+                self._old.setdefault((old.co_filename, old.co_firstlineno, old.co_name),
+                                     len(self.replaced))
             self.replaced.append(r)
 
     def info(self):

@@ -458,9 +458,18 @@ class ReachTest(unittest.TestCase):
                          r"<locals>\.Sub\.run \(test_engine\.py:\d+\) reached Tuner\.run "
                          r"\(test_engine\.py:\d+\) without it$")
 
+    def test_an_added_property_counts_a_new_helper_does_not(self):
+        before = {"run": lambda self: 1}
+        after = dict(before, nargs=property(lambda self: None), helper=lambda self: 2)
+        reached = reach.Reach()
+        reached.note("Tuner", before, after)
+        self.assertEqual([(r["name"], r["kind"], r["target"]) for r in reached.info()],
+                         [("Tuner.nargs", "property",
+                           "Tuner.nargs (an instance attribute before the patch)")])
+
     def test_what_is_not_code_is_not_a_replacement(self):
         before = {"run": lambda self: 1, "x": 1}
-        after = {"run": before["run"], "x": 2, "new": lambda self: 2}
+        after = {"run": before["run"], "x": 2, "new": lambda self: 2, "run2": 3}
         reached = reach.Reach()
         reached.note("Tuner", before, after)
         self.assertEqual(reached.info(), [])
