@@ -224,16 +224,7 @@ Result<void> ProgramBuilder::AddTuner(const Event& e, const TunerEvent& te, cons
               if (d.is_number_integer()) shape.push_back(d.get<int64_t>());
           c.restore_shapes.push_back(std::move(shape));
         }
-      if (j.is_object() && j.contains("reach") && j["reach"].is_object())
-        for (const auto& [name, r] : j["reach"].items()) {
-          if (!r.is_object()) continue;
-          TunerCall::Reach x;
-          x.name = name;
-          x.patch = r.value("patch", std::string("?"));
-          x.by = r.value("by", std::string("?"));
-          x.on_stack = r.value("on_stack", false);
-          c.reach.push_back(std::move(x));
-        }
+      c.reach = ReachOfDetail(te.detail);
     }
     c.tuner = te.tuner;
     c.tuner_class = meta.Str(te.tuner_class);

@@ -109,8 +109,15 @@ TEST(RecordedPatchReach, ReplaySaysWhatTheProbeSawOnTheGpu) {
                          "the stack of 0 of 8 recorded calls: CachedAutotuner.run (cache.py:360) "
                          "reached Autotuner.run without it\n"))
       << r.out;
+  const CliRun shown = Rerace("show " + out);
+  // (show wraps its lines at 160 columns.)
+  EXPECT_TRUE(Has(shown.out, "      patch reach: your Autotuner.run replacement (fix.py:7) was on the "
+                             "stack of 0 of 8 recorded calls: CachedAutotuner.run (cache.py:360)"))
+      << shown.out;
+  EXPECT_TRUE(Has(shown.out, "reached Autotuner.run\n          without it\n")) << shown.out;
   const CliRun stock = Rerace("replay " + SampleTrace("triton-none-h200.rrt") + " --seed 1");
   EXPECT_FALSE(Has(stock.out, "recorded patch reach")) << stock.out;
+  std::filesystem::remove(out);
 }
 
 // Issue 29 (2): a tuner class the recording names that subclasses Triton's Autotuner (a

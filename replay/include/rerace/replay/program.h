@@ -156,6 +156,10 @@ std::vector<std::string> PatchedParts(const Program& p);
 // CachedAutotuner.run (cache.py:360) reached Autotuner.run without it". Empty when the
 // recording has none.
 std::vector<std::string> RecordedReach(const Program& p);
+// The same words over reach entries of any calls (`rerace show`, per tuner, from the events).
+std::vector<std::string> ReachLines(const std::vector<TunerCall::Reach>& entries);
+// The reach entries of one call-begin's detail (the probe's JSON); empty when it has none.
+std::vector<TunerCall::Reach> ReachOfDetail(const std::string& detail);
 
 // Builds the programs. Errors (exit 65) name the trace and event: a tuner call that never
 // says which configs it has, a transition outside a call, a config index out of range.
