@@ -88,7 +88,9 @@ const Case kCases[] = {
     // A budget too small to finish is inconclusive (exit 3), as before: reach changes nothing.
     {"check of a reached patch keeps its verdict", "check --bound 1 --max-runs 2",
      "reach_works.py", 3,
-     {"verdict: inconclusive"},
+     {"verdict: inconclusive",
+      "\npatch reach: your Autotuner.run replacement (reach_works.py:10) was entered by 8 of 8 "
+      "threads' calls\n"},
      {"patch-not-reached"}},
 };
 

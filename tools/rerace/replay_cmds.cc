@@ -1298,6 +1298,9 @@ int RunCheck(const CheckArgs& a) {
     }
   }
   if (v.holds) std::fputs(assumed_line.c_str(), stdout);
+  // The patch it checked was on the path (a failing verdict's report has its own lines).
+  if (v.holds)
+    for (const std::string& line : v.reach) std::printf("patch reach: %s\n", line.c_str());
   if (a.c.races) std::fputs(FormatRaces(v.races, v.counterexample ? v.counterexample->findings
                                                                    : std::vector<Finding>{})
                                 .c_str(),
