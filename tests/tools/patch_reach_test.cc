@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -30,6 +31,14 @@ using rerace::testing::Has;
 using rerace::testing::Rerace;
 using rerace::testing::SampleTrace;
 using rerace::testing::Source;
+
+// `rerace ARGS` with environment variable `name` set to `value` (unset again after).
+CliRun ReraceWithEnv(const char* name, const std::string& value, const std::string& args) {
+  setenv(name, value.c_str(), 1);
+  CliRun r = Rerace(args);
+  unsetenv(name);
+  return r;
+}
 
 struct Case {
   const char* name;
@@ -149,9 +158,8 @@ TEST(RecordedTunerClass, ReplaysThroughItsRealClassOrIsRefusedInOneLine) {
       });
   const std::string replay = "replay " + trace + " --engine python --python-exe " + exe + " --seed 3";
   // Installed (on PYTHONPATH): its class builds the tuner, and its own run is on the path.
-  const CliRun real = Rerace("--version >/dev/null; PYTHONPATH=" + dir + "/lib " +
-                             std::string(std::getenv("RERACE_BIN") ? std::getenv("RERACE_BIN") : "build/bin") +
-                             "/rerace " + replay + " --patch " + Source("tests/data/patches/reach_works.py"));
+  const CliRun real = ReraceWithEnv("PYTHONPATH", dir + "/lib",
+                                  replay + " --patch " + Source("tests/data/patches/reach_works.py"));
   EXPECT_EQ(real.code, 1) << real.out;
   EXPECT_TRUE(Has(real.out, "; class rerace_team_tuner.TeamAutotuner (rerace_team_tuner.py)")) << real.out;
   EXPECT_TRUE(Has(real.out, "FAILED: patch-not-reached")) << real.out;
@@ -182,7 +190,6 @@ TEST(FlaCachedAutotuner, ReplaysThroughFlasOwnCode) {
       [](std::string s) {
         return s == "triton.runtime.autotuner.Autotuner" ? "fla.ops.utils.cache.CachedAutotuner" : s;
       });
-  const char* bin = std::getenv("RERACE_BIN");
   for (const std::string version : {"0.5.2", "0.6.0"}) {
     SCOPED_TRACE("fla-core " + version);
     const std::string fla = std::string(RERACE_PY_ROOT) + "/fla-core-" + version;
@@ -190,10 +197,9 @@ TEST(FlaCachedAutotuner, ReplaysThroughFlasOwnCode) {
       ADD_FAILURE() << fla << " is missing (tools/scripts/python-envs.sh makes it)";
       continue;
     }
-    const CliRun r = Rerace("--version >/dev/null; PYTHONPATH=" + fla + " " +
-                            std::string(bin ? bin : "build/bin") + "/rerace replay " + trace +
-                            " --engine python --python-exe " + exe + " --seed 3 --patch " +
-                            Source("tests/data/patches/reach_works.py"));
+    const CliRun r = ReraceWithEnv("PYTHONPATH", fla,
+                                 "replay " + trace + " --engine python --python-exe " + exe +
+                                     " --seed 3 --patch " + Source("tests/data/patches/reach_works.py"));
     EXPECT_TRUE(Has(r.out, "; class fla.ops.utils.cache.CachedAutotuner (fla/ops/utils/cache.py)")) << r.out;
     EXPECT_TRUE(Has(r.out, "NB: this Python has no torch: fla.ops.utils.cache imported with rerace's "
                            "minimal fake torch"))
@@ -203,9 +209,8 @@ TEST(FlaCachedAutotuner, ReplaysThroughFlasOwnCode) {
         << r.out;
     EXPECT_FALSE(Has(r.out, "KeyError")) << r.out;
     // Without the lock: the race FLA inherits from Triton's run, silent under its None-safe hooks.
-    const CliRun stock = Rerace("--version >/dev/null; PYTHONPATH=" + fla + " " +
-                                std::string(bin ? bin : "build/bin") + "/rerace replay " + trace +
-                                " --engine python --python-exe " + exe + " --seed 3");
+    const CliRun stock = ReraceWithEnv("PYTHONPATH", fla, "replay " + trace +
+                                     " --engine python --python-exe " + exe + " --seed 3");
     EXPECT_EQ(stock.code, 1) << stock.out;
     EXPECT_TRUE(Has(stock.out, "FAILED: missed-restore in thread ")) << stock.out;
     EXPECT_TRUE(Has(stock.out, "the real program raises nothing (silent corruption)")) << stock.out;
