@@ -123,6 +123,7 @@ BoundedVerdict CheckFixBounded(const Program& program, const ReplayOptions& opti
   const sim::ExploreResult x = e.Explore([&](sim::Strategy& s) {
     const ReplayResult r = rep.Run(s);
     if (options.detect_races) MergeRaces(b.verdict.races, r.races);
+    if (runs == 0) b.verdict.reach = r.notes;
     if (progress) progress(++runs, naive ? "bounded DFS" : "DPOR");
     return Hits(r, options.target);
   });
@@ -162,6 +163,7 @@ Verdict SampleSchedules(Replayer& rep, uint64_t runs, uint64_t seed, const Check
     const uint64_t s = seed + i;
     const std::unique_ptr<sim::Strategy> strategy = SampledStrategy(i, seed, v.pct_steps);
     ReplayResult r = rep.Run(*strategy);
+    if (v.explored == 0) v.reach = r.notes;
     ++v.explored;
     if (progress) progress(v.explored, "sampled");
     if (options.detect_races) MergeRaces(v.races, r.races);

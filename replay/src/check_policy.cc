@@ -68,6 +68,7 @@ CheckOutcome CheckFix(const Program& program, const ReplayOptions& options, cons
   std::vector<sim::Race> all = out.systematic.verdict.races;
   MergeRaces(all, out.verdict.races);
   out.verdict.races = std::move(all);
+  out.verdict.reach = out.systematic.verdict.reach;
   if (!out.verdict.holds) out.seed = out.verdict.counterexample_seed;
   return out;
 }

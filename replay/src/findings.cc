@@ -10,6 +10,9 @@ namespace rerace::replay {
 
 const std::vector<std::string>& FailureKinds() {
   static const std::vector<std::string> kinds = {
+      // First: a patch no call entered (python engine) makes every other finding one of code
+      // the patch did not change.
+      "patch-not-reached",
       "wrong-restore", "missed-restore", "config-mismatch", "in-param-not-in-cache",
       "restore-shape-mismatch", "nargs-none",
       "deadlock", "step-bound"};

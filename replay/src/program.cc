@@ -187,4 +187,51 @@ std::vector<std::string> PatchedParts(const Program& p) {
   return {out.begin(), out.end()};
 }
 
+std::vector<TunerCall::Reach> ReachOfDetail(const std::string& detail) {
+  std::vector<TunerCall::Reach> out;
+  if (detail.empty() || detail.front() != '{') return out;
+  const nlohmann::json j = nlohmann::json::parse(detail, nullptr, false);
+  if (!j.is_object() || !j.contains("reach") || !j["reach"].is_object()) return out;
+  for (const auto& [name, r] : j["reach"].items()) {
+    if (!r.is_object()) continue;
+    TunerCall::Reach x;
+    x.name = name;
+    x.patch = r.value("patch", std::string("?"));
+    x.by = r.value("by", std::string("?"));
+    x.on_stack = r.value("on_stack", false);
+    out.push_back(std::move(x));
+  }
+  return out;
+}
+
+std::vector<std::string> ReachLines(const std::vector<TunerCall::Reach>& entries) {
+  struct Count {
+    uint32_t calls = 0;
+    uint32_t on_stack = 0;
+    std::string bypass;  // the first call's caller that went around it
+  };
+  std::map<std::pair<std::string, std::string>, Count> by;
+  for (const TunerCall::Reach& r : entries) {
+    Count& n = by[{r.name, r.patch}];
+    ++n.calls;
+    if (r.on_stack) ++n.on_stack;
+    else if (n.bypass.empty()) n.bypass = r.by;
+  }
+  std::vector<std::string> out;
+  for (const auto& [k, n] : by) {
+    std::string line = fmt::format("your {} replacement ({}) was on the stack of {} of {} recorded "
+                                   "calls", k.first, k.second, n.on_stack, n.calls);
+    if (!n.bypass.empty())
+      line += fmt::format(": {} reached {} without it", n.bypass, k.first);
+    out.push_back(std::move(line));
+  }
+  return out;
+}
+
+std::vector<std::string> RecordedReach(const Program& p) {
+  std::vector<TunerCall::Reach> all;
+  for (const TunerCall& c : p.calls) all.insert(all.end(), c.reach.begin(), c.reach.end());
+  return ReachLines(all);
+}
+
 }  // namespace rerace::replay

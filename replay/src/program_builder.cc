@@ -224,6 +224,7 @@ Result<void> ProgramBuilder::AddTuner(const Event& e, const TunerEvent& te, cons
               if (d.is_number_integer()) shape.push_back(d.get<int64_t>());
           c.restore_shapes.push_back(std::move(shape));
         }
+      c.reach = ReachOfDetail(te.detail);
     }
     c.tuner = te.tuner;
     c.tuner_class = meta.Str(te.tuner_class);

@@ -88,6 +88,56 @@ void PythonWorld::AddFinding(uint32_t t, const std::string& text) {
   findings_.push_back(std::move(f));
 }
 
+void PythonWorld::AddReach(const std::string& text) {
+  const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+  if (j.is_discarded() || !j.is_object())
+    throw EngineError(fmt::format("python engine: a reach report that is not JSON: {}", text));
+  ++reach_calls_;
+  if (j.contains("entered") && j["entered"].is_array())
+    for (const auto& i : j["entered"])
+      if (i.is_number_unsigned()) ++reach_entered_[i.get<size_t>()];
+  if (j.contains("bypass") && j["bypass"].is_object())
+    for (const auto& [k, v] : j["bypass"].items())
+      if (v.is_string()) reach_bypass_.emplace(ToU64(k, "replacement"), v.get<std::string>());
+}
+
+void PythonWorld::ReportReach(ReplayResult& r) {
+  const nlohmann::json info = nlohmann::json::parse(py_.info(), nullptr, false);
+  if (info.is_discarded() || !info.is_object() || !info.contains("reach") ||
+      !info["reach"].is_array())
+    return;
+  const auto& replaced = info["reach"];
+  std::vector<Finding> missed;
+  for (size_t i = 0; i < replaced.size(); ++i) {
+    const auto& x = replaced[i];
+    const std::string name = x.value("name", std::string("?"));
+    const std::string patch = x.value("patch", std::string("?"));
+    const auto e = reach_entered_.find(i);
+    const uint32_t entered = e == reach_entered_.end() ? 0 : e->second;
+    const auto b = reach_bypass_.find(i);
+    const std::string head =
+        fmt::format("your {} {} ({}) was entered by {} of {} threads' calls", name,
+                    x.value("kind", std::string("replacement")), patch, entered, reach_calls_);
+    if (entered == 0 && reach_calls_ > 0) {
+      Finding f;
+      f.code = "patch-not-reached";
+      f.thread = sim::kNoThread;
+      f.step = s_.step();
+      f.type = "(none: the patch never ran)";
+      f.message = head;
+      f.where = patch;
+      f.words = b != reach_bypass_.end()
+                    ? b->second
+                    : fmt::format("no call went through it, nor through what it replaced: {}",
+                                  x.value("target", name));
+      missed.push_back(std::move(f));
+    } else if (reach_calls_ > 0) {
+      r.notes.push_back(b != reach_bypass_.end() ? fmt::format("{}; {}", head, b->second) : head);
+    }
+  }
+  r.findings.insert(r.findings.begin(), missed.begin(), missed.end());
+}
+
 void PythonWorld::RunThread(uint32_t t) {
   try {
     Go(t);
@@ -135,6 +185,9 @@ void PythonWorld::RunThread(uint32_t t) {
       } else if (op == "f") {
         need(2);
         AddFinding(t, f[1]);
+      } else if (op == "r") {
+        need(2);
+        AddReach(f[1]);
       } else if (op == "x") {
         return;
       } else if (op == "!") {
@@ -160,7 +213,7 @@ void PythonWorld::Finalize(ReplayResult& r) {
       const auto f = SplitTabs(py_.Read());
       if (f[0] == "done") break;
       if (f[0] == "!" && error_.empty()) error_ = "python engine: " + (f.size() > 1 ? f[1] : "?");
-      else if (f[0] == "f" && f.size() > 1) continue;  // late finding of a torn-down run
+      else if ((f[0] == "f" || f[0] == "r") && f.size() > 1) continue;  // late, of a torn-down run
     }
   }
   if (!error_.empty()) throw EngineError(error_, error_code_);
@@ -168,6 +221,8 @@ void PythonWorld::Finalize(ReplayResult& r) {
   std::stable_sort(findings_.begin(), findings_.end(),
                    [](const Finding& a, const Finding& b) { return a.step < b.step; });
   r.findings = std::move(findings_);
+  // A patch never on the path leads: every other finding of the run is of code it did not change.
+  ReportReach(r);
   r.makespan = r.run.makespan;
 }
 
@@ -215,6 +270,11 @@ std::string DescribeEngine(const std::string& info_json) {
         "running here: to check the recorded interpreter, give --python-exe a Python of that "
         "version",
         fmt::join(j.value("recorded_python", std::vector<std::string>{}), ", "));
+  if (const auto fake = j.value("fake_torch", std::vector<std::string>{}); !fake.empty())
+    out += fmt::format("\nNB: this Python has no torch: {} imported with rerace's minimal fake torch "
+                       "(tools/python/rerace_real/fake_torch.py: torch.cuda.is_available() is False, "
+                       "nothing else), its packages' __init__ not run",
+                       fmt::join(fake, ", "));
   if (j.contains("patches"))
     for (const auto& p : j["patches"]) {
       const auto changed = p.value("changed", std::vector<std::string>{});

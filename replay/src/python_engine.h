@@ -126,6 +126,11 @@ class PythonWorld {
   sim::Mutex& MutexNamed(const std::string& name);
   sim::CondVar& CondNamed(const std::string& name);
   void AddFinding(uint32_t t, const std::string& json);
+  // "r": which patch replacements a tuner call entered, and its bypasses (rerace_real/reach.py).
+  void AddReach(const std::string& json);
+  // The run's patch reach: a `patch-not-reached` finding per replacement no call entered
+  // (first in `r.findings`), a note per one that some did.
+  void ReportReach(ReplayResult& r);
 
   sim::Scheduler& s_;
   const Program& p_;
@@ -136,6 +141,9 @@ class PythonWorld {
   std::map<std::string, std::unique_ptr<sim::Mutex>> mutexes_;
   std::map<std::string, std::unique_ptr<sim::CondVar>> conds_;
   std::vector<Finding> findings_;
+  uint32_t reach_calls_ = 0;                   // threads' tuner calls that reported reach
+  std::map<size_t, uint32_t> reach_entered_;   // replacement index -> calls that entered it
+  std::map<size_t, std::string> reach_bypass_;  // replacement index -> the first bypass seen
   std::string error_;  // an engine error seen inside a fiber
   int error_code_ = kExitInternal;  // and its exit code
 };

@@ -127,6 +127,7 @@ std::string FormatReport(const ReplayResult& r, const Program& p, const std::str
       for (const auto& s : th.last_steps) out += fmt::format("    step {:>7}  {}\n", s.step, s.text);
     }
   }
+  for (const std::string& n : r.notes) out += fmt::format("patch reach: {}\n", n);
   // The real-code engine's clock advances by the recorded kernels only: no step time to show
   // (check prices its fixes with the model; check.h, PriceFix).
   if (r.engine.rfind("python", 0) == 0)
@@ -210,6 +211,12 @@ std::string FormatJson(const ReplayResult& r, const Program& p, bool with_races)
   }
   out += fmt::format("],\"schedule\":\"{}\"", r.run.schedule.Encode());
   if (!r.steps.empty()) out += fmt::format(",\"step_mode\":\"{}\"", JsonEscape(r.steps));
+  if (python) {
+    out += ",\"patch_reach\":[";
+    for (size_t i = 0; i < r.notes.size(); ++i)
+      out += fmt::format("{}\"{}\"", i ? "," : "", JsonEscape(r.notes[i]));
+    out += "]";
+  }
   if (with_races) out += ",\"races\":" + RacesJson(r.races);
   return out + "}";
 }

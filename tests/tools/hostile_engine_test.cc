@@ -18,8 +18,7 @@
 #include <string>
 
 #include "rerace/testing/cli_run.h"
-#include "rerace/traces/reader.h"
-#include "rerace/traces/writer.h"
+#include "rerace/testing/rewrite.h"
 
 #ifndef RERACE_PY_ROOT
 #define RERACE_PY_ROOT ""
@@ -29,45 +28,11 @@ namespace rerace {
 namespace {
 
 using testing::CliRun;
+using testing::RewriteSample;
 using testing::RunRerace;
 using testing::SourcePath;
 
 std::string Python() { return std::string(RERACE_PY_ROOT) + "/venv/bin/python"; }
-
-// `sample` written to `out` with `edit` applied to each tuner call's detail (the probe's JSON).
-void RewriteSample(const std::string& sample, const std::string& out,
-                   const std::function<std::string(std::string)>& edit) {
-  auto t = traces::ReadTrace(SourcePath("traces/samples/" + sample));
-  ASSERT_TRUE(t.ok()) << t.error().message;
-  auto w = traces::TraceWriter::Create(out, t->header);
-  ASSERT_TRUE(w.ok()) << w.error().message;
-  traces::TraceWriter& tw = **w;
-  std::vector<uint32_t> sid, shid;
-  for (const std::string& s : t->strings) sid.push_back(tw.String(s));
-  for (traces::LaunchShape sh : t->shapes) {
-    sh.kernel = sid[sh.kernel];
-    shid.push_back(tw.Shape(sh));
-  }
-  for (const traces::Thread& th : t->threads) tw.AddThread(th.os_tid, th.name);
-  size_t n = 0;
-  for (traces::Event e : t->events) {
-    if (e.kind == traces::EventKind::kTuner) {
-      traces::TunerEvent te = t->tuner_events[e.tuner];
-      te.tuner_class = sid[te.tuner_class];
-      te.kernel = sid[te.kernel];
-      if (te.kind == traces::TunerKind::kCallBegin) te.detail = edit(te.detail);
-      tw.AppendTuner(e.thread, e.cpu_ns, std::move(te));
-    } else {
-      if (e.kind == traces::EventKind::kLaunch) e.shape = shid[e.shape];
-      if (e.kind == traces::EventKind::kLock || e.kind == traces::EventKind::kNvtx) e.text = sid[e.text];
-      tw.Append(e);
-    }
-    if (++n % 4096 == 0) {
-      ASSERT_TRUE(tw.Flush().ok());
-    }
-  }
-  ASSERT_TRUE(tw.Finish({}).ok());
-}
 
 std::string Replaced(std::string text, const std::string& from, const std::string& to) {
   for (size_t at = 0; (at = text.find(from, at)) != std::string::npos; at += to.size())

@@ -227,6 +227,9 @@ Result<Loaded> Load(const std::string& path, const Common& c, bool refuse_trunca
   l.options.detect_races = c.races;
   l.options.python_mode = c.python_mode;
   l.options.python_version = c.python_version;
+  // What the probe saw on the GPU: a patch never on the path there (issue 29).
+  for (const std::string& line : RecordedReach(l.program))
+    std::fprintf(stderr, "recorded patch reach: %s\n", line.c_str());
   const std::vector<std::string> patched = PatchedParts(l.program);
   if (!python && !patched.empty() && c.fix == "none")
     return Error{fmt::format("{}: the recorded program was patched ({}): the C++ model would check "
@@ -1235,10 +1238,20 @@ int RunCheck(const CheckArgs& a) {
       if (auto w = WriteFile(a.perfetto, replay::ReplayTimeline(r, log.steps())); !w)
         return ReportError(w.error());
     }
-    std::fputs(Colour(fmt::format("verdict: {} FAILS{}: counterexample found after {} schedules ({})\n",
-                                  CheckedLabel(a.c), against, v.explored, v.counterexample->strategy))
-                   .c_str(),
-               stdout);
+    const auto& found = v.counterexample->findings;
+    if (!found.empty() && found.front().code == "patch-not-reached")
+      // Its own words: no schedule checked the patch, which never ran (docs/ENGINE.md).
+      std::fputs(Colour(fmt::format("verdict: {} FAILS{}: the patch never ran (patch-not-reached): "
+                                    "{}, after {} schedules ({})\n",
+                                    CheckedLabel(a.c), against, found.front().message, v.explored,
+                                    v.counterexample->strategy))
+                     .c_str(),
+                 stdout);
+    else
+      std::fputs(Colour(fmt::format("verdict: {} FAILS{}: counterexample found after {} schedules ({})\n",
+                                    CheckedLabel(a.c), against, v.explored, v.counterexample->strategy))
+                     .c_str(),
+                 stdout);
     std::fputs(assumed_line.c_str(), stdout);
     std::fputs(Colour(FormatReport(*v.counterexample, l->program, hint)).c_str(), stdout);
     std::printf("%s\n", shrink_note.c_str());
@@ -1290,6 +1303,9 @@ int RunCheck(const CheckArgs& a) {
     }
   }
   if (v.holds) std::fputs(assumed_line.c_str(), stdout);
+  // The patch it checked was on the path (a failing verdict's report has its own lines).
+  if (v.holds)
+    for (const std::string& line : v.reach) std::printf("patch reach: %s\n", line.c_str());
   if (a.c.races) std::fputs(FormatRaces(v.races, v.counterexample ? v.counterexample->findings
                                                                    : std::vector<Finding>{})
                                 .c_str(),

@@ -14,6 +14,7 @@
 #include "commands.h"
 #include "flags.h"
 #include "rerace/base/result.h"
+#include "rerace/replay/program.h"
 #include "rerace/replay/timeline.h"
 #include "rerace/traces/reader.h"
 #include "rerace/traces/synth.h"
@@ -54,6 +55,7 @@ class Summary {
           if (te.kind == TunerKind::kCallBegin) {
             ++ti.calls;
             ++p.tuner_calls;
+            for (auto& r : replay::ReachOfDetail(te.detail)) ti.reach.push_back(std::move(r));
             ++p.calls[{ti.kernel, te.key}];
             ti.keys.insert(te.key);
             if (!ti.described) {
@@ -117,6 +119,9 @@ class Summary {
     for (const auto& [id, ti] : tuners_) {
       out += fmt::format("  {:#x} {} ({}): {} calls, {} config benchmarks, keys: {}\n", id, ti.kernel,
                          ti.cls, ti.calls, ti.benches, fmt::join(ti.keys, ", "));
+      // What the probe saw on the GPU: a patch of run on the path of each call, or not.
+      for (const std::string& line : replay::ReachLines(ti.reach))
+        out += fmt::format("      patch reach: {}\n", line);
       if (!ti.described) continue;
       out += fmt::format("      in-parameters: {}\n", ti.arg_names.empty() ? "(none recorded)"
                                                         : fmt::format("{}", fmt::join(ti.arg_names, ", ")));
@@ -174,6 +179,7 @@ class Summary {
     bool described = false;  // from its first call: what the probe recorded of the decorator
     std::vector<std::string> configs, arg_names;
     std::vector<uint32_t> restore_value, reset_to_zero;
+    std::vector<replay::TunerCall::Reach> reach;  // each call's, as the probe recorded it
   };
   std::vector<PerThread> per_;
   uint64_t timed_ = 0, untimed_ = 0;

@@ -14,7 +14,10 @@ With ``RERACE_PROBE_FIELDS=1`` it also marks every write of ``nargs``, ``cache``
 mark's ``detail=`` field, a JSON object that says what ran (``metadata``): the kernel's module
 and qualname, the key names, the Python, GIL, Triton and FLA versions, and where ``run`` and the
 ``nargs`` / ``restore_copies`` descriptors resolved to at that call, so a patched program is
-recognised. FLA's ``CachedAutotuner`` subclasses ``Autotuner`` and is covered by the same
+recognised. Every call whose class's ``run`` a patch replaced after the probe carries
+``{"reach": {"Autotuner.run": {"patch", "on_stack", "by", ...}}}`` in its detail: whether the
+replacement was on that call's stack, and which frame called Triton's ``run`` (the phantom
+patch of issue 29, seen on the GPU). FLA's ``CachedAutotuner`` subclasses ``Autotuner`` and is covered by the same
 wrappers (its class name is recorded).
 
 Marks use the recorder's grammar (recorder/include/rerace/recorder/grammar.h) and travel as
@@ -353,6 +356,45 @@ def _metadata_once(tuner):
 
 
 
+def _reach(cls, probe_run):
+    """Patch reach at a call (issue 29): when ``cls.run`` is no longer the probe's wrapper (a
+    patch replaced it after the probe), whether that replacement is on the call's stack, and
+    which frame called the probe's ``run`` (``CachedAutotuner.run (cache.py:360)``); None when
+    nothing replaced it. Called from the probe's ``run``: frame 2 is its caller."""
+    cur = vars(cls).get("run")
+    if cur is None or cur is probe_run:
+        return None
+    fn = getattr(cur, "__func__", cur)
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return None
+    caller = sys._getframe(2)
+    f, on = caller, False
+    while f is not None:
+        if f.f_code is code:
+            on = True
+            break
+        f = f.f_back
+    cc = caller.f_code
+    by = "%s (%s:%d)" % (getattr(cc, "co_qualname", cc.co_name), os.path.basename(cc.co_filename),
+                         caller.f_lineno)
+    return {"Autotuner.run": {
+        "module": getattr(fn, "__module__", None),
+        "qualname": getattr(fn, "__qualname__", None),
+        "patch": "%s:%d" % (os.path.basename(code.co_filename), code.co_firstlineno),
+        "on_stack": on, "by": by}}
+
+
+def _with_reach(detail, reach):
+    """The call-begin's detail= with {"reach": ...} added (a JSON object, or None)."""
+    if reach is None:
+        return detail
+    text = json.dumps(reach, sort_keys=True, separators=(",", ":"))
+    if detail is None:
+        return '{"reach":' + text + "}"
+    return detail[:-1] + ',"reach":' + text + "}"
+
+
 class _FnProxy:
     """Stands in for Autotuner.fn to see the final launch (not the benchmark launches)."""
 
@@ -422,8 +464,14 @@ def patch_autotuner(module):
 
     def run(self, *args, **kwargs):
         key = _key(self, args, kwargs)
+        detail = None
+        if _enabled:
+            try:
+                detail = _with_reach(_call_detail(self, args, kwargs), _reach(A, run))
+            except Exception:  # never break the recorded program
+                detail = _call_detail(self, args, kwargs)
         _mark(self, "call-begin", key=key, configs=[str(c) for c in self.configs],
-              detail=_call_detail(self, args, kwargs) if _enabled else None,
+              detail=detail,
               args=list(self.arg_names),
               restore=[self.arg_names.index(n) for n in self.restore_value if n in self.arg_names],
               reset=[self.arg_names.index(n) for n in self.reset_to_zero if n in self.arg_names])

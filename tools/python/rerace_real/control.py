@@ -18,6 +18,8 @@ Messages to the controller (tab-separated):
     n  <cv> <0|1 all> <label>              notify
     v  <nanoseconds>                       advance this thread's virtual clock (no reply)
     f  <json>                              a finding of this thread (no reply)
+    r  <json>                              after each tuner call: the patch replacements it
+                                           entered and its bypasses (reach.py; no reply)
     x                                      this thread has finished (no reply)
     !  <message>                           an internal error of the engine
 

@@ -36,7 +36,7 @@ import sys
 import threading
 import traceback
 
-from . import control, fakes, sync, trust, tuners
+from . import control, fakes, reach, sync, trust, tuners
 
 _FIELD_WORDS = {
     "in-param-not-in-cache": "In-parameter {name} is not in the cache: {who}",
@@ -118,13 +118,15 @@ class Setup:
         patches = set(self.cfg["patches"])
         fixes_dir = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixes") + os.sep
         real = {}
+        self.watched_roots = []  # a recorded tuner class's module or package (_build_tuners)
 
         def watched(filename):
             r = real.get(filename)
             if r is None:
                 r = real[filename] = os.path.realpath(filename)
             return (r in patches or r.startswith(fixes_dir) or "/triton/" in r or "/fla/" in r or
-                    filename.startswith("<rerace"))
+                    filename.startswith("<rerace") or
+                    any(r == w or r.startswith(w + os.sep) for w in self.watched_roots))
 
         self.watched = watched
         sync.set_watched(watched)
@@ -154,12 +156,17 @@ class Setup:
         else:
             self.rules = gil.rules_for(sys.version_info[:2])
         self.info["rules"] = self.rules.name
+        self.reach = reach.Reach()
+        self._import_tuner_classes()
+        if tuners.FAKE_TORCH:
+            self.info["fake_torch"] = list(tuners.FAKE_TORCH)
         before = _class_attrs(autotuner.Autotuner)
         for i, path in enumerate(self.cfg.get("patches", [])):
             self.info["patches"].append(self._import_patch(i, path, before))
             before = _class_attrs(autotuner.Autotuner)
         if not self.cfg.get("patches"):
             self._load_recorded_patches(before)
+        self.info["reach"] = self.reach.info()
         self._build_tuners()
 
     def _recorded_patches(self):
@@ -209,6 +216,7 @@ class Setup:
                     "--patch FILE" % (said, mod, type(e).__name__, e), kind="data")
             after = _class_attrs(self.autotuner.Autotuner)
             changed = sorted(n for n in set(before) | set(after) if before.get(n) is not after.get(n))
+            self.reach.note("Autotuner", before, after)
             self.info["patches"].append({
                 "file": mod, "recorded": True, "path": getattr(m, "__file__", "?"),
                 "changed": ["Autotuner.%s -> %s" % (n, _describe(after[n])) if n in after
@@ -226,6 +234,7 @@ class Setup:
             raise SetupError("patch %s: not a Python file" % path, kind="data")
         mod = importlib.util.module_from_spec(spec)
         sys.modules[name] = mod
+        cls = self.autotuner.Autotuner  # the class object the patch finds (it may rebind the name)
         try:
             spec.loader.exec_module(mod)
         except SyntaxError as e:
@@ -235,14 +244,51 @@ class Setup:
         except BaseException as e:  # noqa: BLE001 - SystemExit too: the patch's, reported
             raise SetupError("patch %s raised %s: %s (at %s)" % (
                 path, type(e).__name__, e, _patch_frame(e, path)), kind="data")
-        after = _class_attrs(self.autotuner.Autotuner)
+        after = _class_attrs(cls)
         changed = sorted(n for n in set(before) | set(after) if before.get(n) is not after.get(n))
+        self.reach.note("Autotuner", before, after)
         with open(path, "rb") as f:
             sha256 = hashlib.sha256(f.read()).hexdigest()
-        return {"file": path, "sha256": sha256,
-                "changed": ["Autotuner.%s -> %s" % (n, _describe(after[n]))
-                                          if n in after else "Autotuner.%s removed" % n
-                                          for n in changed]}
+        out = {"file": path, "sha256": sha256,
+               "changed": ["Autotuner.%s -> %s" % (n, _describe(after[n]))
+                           if n in after else "Autotuner.%s removed" % n
+                           for n in changed]}
+        now = self.autotuner.Autotuner
+        if now is not cls:
+            # A reload, or a subclass put in its place: what the patch changed is on the old
+            # class object; tuners built from here on use the new one.
+            out["changed"].append("triton.runtime.autotuner.Autotuner rebound to another class "
+                                  "object (%s.%s)" % (getattr(now, "__module__", "?"),
+                                                      getattr(now, "__qualname__", "?")))
+        return out
+
+    def _watch(self, path):
+        """Watches a recorded tuner class's module: its package folder, or its file."""
+        r = os.path.realpath(path)
+        if os.path.basename(r) == "__init__.py":
+            r = os.path.dirname(r)
+        self.watched_roots.append(r)
+
+    def _import_tuner_classes(self):
+        """Imports each tuner class the recording names other than Triton's Autotuner (a
+        team's subclass, a library's such as FLA's CachedAutotuner) before the patches, as a
+        training script's imports come before the patches it applies at start-up (a module that
+        keeps a reference to Autotuner.run keeps the original). Refused in one line when its
+        module is not installed here or the class is not an Autotuner."""
+        self.tuner_classes = {}
+        for call in self.program["calls"]:
+            cls = call.get("tuner_class", "")
+            if cls in ("", "triton.runtime.autotuner.Autotuner") or cls in self.tuner_classes:
+                continue
+            meta = (self.program.get("tuner_meta") or {}).get(str(call["tuner"]))
+            subclass, refused = tuners.tuner_class(cls, meta, self.autotuner.Autotuner,
+                                                   self.folders, watch=self._watch)
+            if subclass is None:
+                raise SetupError(
+                    "tuner class %s is not imported: %s; the python engine replays a tuner "
+                    "through its real class (install its module or put it on PYTHONPATH, or "
+                    "use --engine model)" % (cls, refused), kind="data")
+            self.tuner_classes[cls] = subclass
 
     def _build_tuners(self):
         self.tuners = {}
@@ -252,13 +298,16 @@ class Setup:
             if tid in self.tuners:
                 continue
             cls = call.get("tuner_class", "")
-            if cls not in ("", "triton.runtime.autotuner.Autotuner"):
-                raise SetupError(
-                    "tuner class %s: the python engine builds triton.runtime.autotuner.Autotuner "
-                    "tuners from a recording; %s is not one (use --engine model)" % (cls, cls),
-                    kind="data")
             meta = (self.program.get("tuner_meta") or {}).get(str(tid))
             tuner, why = tuners.imported_kernel(meta, self.autotuner.Autotuner, self.folders)
+            subclass = None
+            if cls not in ("", "triton.runtime.autotuner.Autotuner") and (
+                    tuner is None or "%s.%s" % (type(tuner).__module__,
+                                                type(tuner).__qualname__) != cls):
+                # Another tuner class (a team's subclass, a library's such as FLA's
+                # CachedAutotuner): replayed through the real class, or refused in one line.
+                tuner = None
+                subclass = self.tuner_classes[cls]
             keys = None
             if tuner is not None:
                 config_names = set()
@@ -271,10 +320,23 @@ class Setup:
                 keys = (meta or {}).get("keys") or None
                 if keys and tuners.key_values(keys, call["arg_names"], call["key"]) is None:
                     keys = None
-                tuner, positional = tuners.build(call, self.triton, keys=keys)
+                try:
+                    tuner, positional = tuners.build(call, self.triton, keys=keys, cls=subclass)
+                except Exception as e:  # noqa: BLE001
+                    if subclass is None:
+                        raise
+                    raise SetupError("tuner class %s (module %s) cannot be built as Triton's "
+                                     "autotune builds an Autotuner: %s: %s" % (
+                                         cls, subclass.__module__, type(e).__name__, e),
+                                     kind="data")
                 source = "built from the recording" + (
                     " (key names %s from the probe)" % ", ".join(keys) if keys else
                     " (the recorded key carried by an extra argument)")
+                if subclass is not None:
+                    source += "; class %s.%s (%s)" % (
+                        subclass.__module__, subclass.__qualname__,
+                        control.site_path(getattr(sys.modules.get(subclass.__module__),
+                                                  "__file__", None) or "?"))
                 if meta:
                     source += "; not imported: " + why
             self.info.setdefault("tuners", []).append("%s: %s" % (call["kernel"], source))
@@ -401,6 +463,9 @@ def _replay_call(setup, run, ts, call_index):
     call = setup.program["calls"][call_index]
     tuner, values, c = _call_args(setup, call, ts.tid)
     ts.call = c
+    reached = setup.reach.replaced and ts.tid >= 0
+    if reached:
+        setup.reach.start_call(c)
     try:
         tuner[(1,)](*values)
         return None
@@ -413,12 +478,30 @@ def _replay_call(setup, run, ts, call_index):
         return f
     finally:
         ts.call = None
+        if reached:
+            run.send("r", json.dumps(setup.reach.report(c), sort_keys=True))
+
+
+def _profile(setup, tracer):
+    """The profile function of a replaying thread: the GIL tracer's and patch reach's."""
+    inner = tracer.profile if tracer is not None else None
+    if not setup.reach.replaced:
+        return inner
+    check = setup.reach.profile
+    if inner is None:
+        return lambda frame, event, arg: check(frame, event)
+
+    def both(frame, event, arg):
+        check(frame, event)
+        inner(frame, event, arg)
+
+    return both
 
 
 def _worker(setup, run, tracer, ts, ops):
     control._local.ts = ts
+    sys.setprofile(_profile(setup, tracer))
     if tracer is not None:
-        sys.setprofile(tracer.profile)
         sys.settrace(tracer.global_trace)
     ts.baton.acquire()
     try:

@@ -15,6 +15,7 @@ real ``triton.jit`` function with an empty body (its launch is stubbed, fakes.py
 import ast
 import inspect
 import linecache
+import os
 
 from . import control
 
@@ -217,7 +218,89 @@ def kernel_function(name, arg_names):
 KEY_ARG = "rerace_recorded_key"
 
 
-def build(call, triton, keys=None):
+def tuner_class(recorded, meta, autotuner_cls, folders, watch=None):
+    """The tuner class the recording names (`recorded`, "module.Qualname"; the probe's metadata
+    splits it), imported when its module is installed here (trust.check), as (class, "") when
+    it subclasses `autotuner_cls`, else (None, why not). `watch(path)` is called with the
+    module's file (or its package's) before it is imported, so that its locks are rerace's."""
+    import importlib
+    from . import trust
+    c = (meta or {}).get("class") or {}
+    if c.get("module") and c.get("qualname") and "%s.%s" % (c["module"], c["qualname"]) == recorded:
+        splits = [(c["module"], c["qualname"])]
+    else:
+        parts = recorded.split(".")
+        splits = [(".".join(parts[:i]), ".".join(parts[i:])) for i in range(len(parts) - 1, 0, -1)]
+    why = "%r is not a module and a class name" % recorded
+    for mod, qualname in splits:
+        if mod == "__main__" or "<locals>" in qualname:
+            return None, "module %s: defined in a script or a function, not importable" % mod
+        if not all(p.isidentifier() for p in qualname.split(".")):
+            return None, "%r is not a qualified name" % qualname
+        path, why = trust.check(mod, folders)
+        if why:
+            why = "module %s: %s" % (mod, why)
+            continue
+        if watch is not None:
+            watch(path)
+        try:
+            try:
+                obj = importlib.import_module(mod)
+            except ModuleNotFoundError as e:
+                if e.name != "torch" or "." not in mod:
+                    raise
+                obj = import_alone(mod, path)
+            for part in qualname.split("."):
+                obj = getattr(obj, part)
+        except Exception as e:  # noqa: BLE001 - any failure is the one line the user reads
+            return None, "module %s: %s: %s" % (mod, type(e).__name__, e)
+        if not (isinstance(obj, type) and issubclass(obj, autotuner_cls)):
+            return None, "%s.%s is not a subclass of Triton's Autotuner" % (mod, qualname)
+        return obj, ""
+    return None, why
+
+
+FAKE_TORCH = []  # the modules import_alone loaded with the fake torch (serve.py says so)
+
+
+def import_alone(mod, path):
+    """Module `mod` (in package `path`, trust-checked) imported without running its parent
+    packages' ``__init__`` (FLA's import every kernel, and those need torch), with the minimal
+    fake torch (fake_torch.py) standing in while it imports, when this Python has none: each
+    parent package is a bare module whose ``__path__`` is its folder."""
+    import importlib.util
+    import sys
+    import types
+    parts = mod.split(".")
+    top = os.path.realpath(os.path.dirname(path) if os.path.basename(path) == "__init__.py" else path)
+    file = os.path.realpath(os.path.join(top, *parts[1:]) + ".py")
+    if not file.startswith(top + os.sep) or not os.path.isfile(file):
+        raise ImportError("%s is not a file of package %s" % (mod, parts[0]))
+    for i in range(1, len(parts)):
+        name = ".".join(parts[:i])
+        if name not in sys.modules:
+            pkg = types.ModuleType(name)
+            pkg.__path__ = [os.path.join(top, *parts[1:i])]
+            pkg.__rerace_bare__ = True
+            sys.modules[name] = pkg
+    fake = importlib.util.find_spec("torch") is None and "torch" not in sys.modules
+    if fake:
+        from . import fake_torch
+        sys.modules["torch"] = fake_torch
+    try:
+        spec = importlib.util.spec_from_file_location(mod, file)
+        m = importlib.util.module_from_spec(spec)
+        sys.modules[mod] = m
+        spec.loader.exec_module(m)
+    finally:
+        if fake:
+            del sys.modules["torch"]
+    if fake:
+        FAKE_TORCH.append(mod)
+    return m
+
+
+def build(call, triton, keys=None, cls=None):
     """A triton.autotune tuner for recorded call `call` (a dict from the program).
 
     `keys`: the names of the key's arguments, when the probe recorded them. Without them the
@@ -242,7 +325,18 @@ def build(call, triton, keys=None):
         kw["restore_value"] = names(call["restore_value"]) or None
     if "reset_to_zero" in params:
         kw["reset_to_zero"] = names(call["reset_to_zero"]) or None
-    tuner = triton.autotune(**kw)(jit)
+    if cls is None:
+        tuner = triton.autotune(**kw)(jit)
+    else:
+        # The recorded subclass, made by triton.autotune with the arguments Triton's own
+        # decorator passes: it looks `Autotuner` up in its module when it builds the tuner.
+        from triton.runtime import autotuner as module
+        stock = module.Autotuner
+        module.Autotuner = cls
+        try:
+            tuner = triton.autotune(**kw)(jit)
+        finally:
+            module.Autotuner = stock
     return tuner, positional
 
 

@@ -10,7 +10,7 @@ import threading
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
-from rerace_real import control, fakes, sync, tuners  # noqa: E402
+from rerace_real import control, fakes, reach, sync, tuners  # noqa: E402
 
 try:
     import triton
@@ -400,3 +400,140 @@ class SitePathTest(unittest.TestCase):
         ]
         for path, want in cases:
             self.assertEqual(control.site_path(path), want, path)
+
+
+class ReachTest(unittest.TestCase):
+    """Issue 29: which replaced callables a tuner call entered, and a bypass's frame chain.
+    Plain classes stand for Autotuner (no Triton needed): the profile hook is what is tested."""
+
+    def _run(self, reached, call):
+        ts = control.ThreadState(0, "t0")
+        c = {}
+        reached.start_call(c)
+        ts.call = c
+        control._local.ts = ts
+        sys.setprofile(lambda frame, event, arg: reached.profile(frame, event))
+        try:
+            call()
+        finally:
+            sys.setprofile(None)
+            control._local.ts = None
+        return reached.report(c)
+
+    def test_a_wrapper_on_the_path_is_entered(self):
+        class Tuner:
+            def run(self):
+                return 1
+        before = dict(vars(Tuner))
+        stock = Tuner.run
+
+        def run(self):
+            return stock(self)
+        Tuner.run = run
+        reached = reach.Reach()
+        reached.note("Tuner", before, dict(vars(Tuner)))
+        self.assertEqual([r["name"] for r in reached.info()], ["Tuner.run"])
+        self.assertEqual(self._run(reached, lambda: Tuner().run()), {"entered": [0], "bypass": {}})
+
+    def test_a_reference_taken_before_the_patch_bypasses_it(self):
+        class Tuner:
+            def run(self):
+                return 1
+        orig = Tuner.run
+
+        class Sub(Tuner):
+            def run(self):
+                return orig(self)
+        before = dict(vars(Tuner))
+
+        def run(self):
+            return orig(self)
+        Tuner.run = run
+        reached = reach.Reach()
+        reached.note("Tuner", before, dict(vars(Tuner)))
+        got = self._run(reached, lambda: Sub().run())
+        self.assertEqual(got["entered"], [])
+        self.assertRegex(got["bypass"]["0"],
+                         r"^ReachTest\.test_a_reference_taken_before_the_patch_bypasses_it\."
+                         r"<locals>\.Sub\.run \(test_engine\.py:\d+\) reached Tuner\.run "
+                         r"\(test_engine\.py:\d+\) without it$")
+
+    def test_an_added_property_counts_a_new_helper_does_not(self):
+        before = {"run": lambda self: 1}
+        after = dict(before, nargs=property(lambda self: None), helper=lambda self: 2)
+        reached = reach.Reach()
+        reached.note("Tuner", before, after)
+        self.assertEqual([(r["name"], r["kind"], r["target"]) for r in reached.info()],
+                         [("Tuner.nargs", "property",
+                           "Tuner.nargs (an instance attribute before the patch)")])
+
+    def test_what_is_not_code_is_not_a_replacement(self):
+        before = {"run": lambda self: 1, "x": 1}
+        after = {"run": before["run"], "x": 2, "new": lambda self: 2, "run2": 3}
+        reached = reach.Reach()
+        reached.note("Tuner", before, after)
+        self.assertEqual(reached.info(), [])
+
+
+class TunerClassTest(unittest.TestCase):
+    """Issue 29 (2) and (1): a recorded tuner class is imported when installed, refused in one
+    line otherwise; FLA's cache.py alone, with the fake torch, when this Python has no torch."""
+
+    def setUp(self):
+        if SKIP:
+            self.skipTest(SKIP)
+        import tempfile
+        self.dir = tempfile.mkdtemp(prefix="rerace-tuner-class-")
+        with open(os.path.join(self.dir, "rerace_test_team.py"), "w") as f:
+            f.write("from triton.runtime.autotuner import Autotuner\n"
+                    "class Team(Autotuner):\n    pass\n"
+                    "class NotATuner:\n    pass\n")
+        sys.path.insert(0, self.dir)
+        self.folders = [os.path.realpath(self.dir)]
+
+    def tearDown(self):
+        sys.path.remove(self.dir)
+        sys.modules.pop("rerace_test_team", None)
+
+    def test_an_installed_subclass_is_its_real_class(self):
+        cls, why = tuners.tuner_class("rerace_test_team.Team", None, autotuner.Autotuner, self.folders)
+        self.assertEqual(why, "")
+        self.assertEqual(cls.__qualname__, "Team")
+        self.assertTrue(issubclass(cls, autotuner.Autotuner))
+
+    def test_what_is_not_installed_or_not_a_tuner_is_refused_with_why(self):
+        cases = [
+            ("rerace_no_such_module.Tuner", "rerace_no_such_module is not installed here"),
+            ("rerace_test_team.NotATuner", "is not a subclass of Triton's Autotuner"),
+            ("os.path.Tuner", "in the standard library"),
+        ]
+        for name, why in cases:
+            cls, got = tuners.tuner_class(name, None, autotuner.Autotuner, self.folders)
+            self.assertIsNone(cls, name)
+            self.assertIn(why, got, name)
+            self.assertNotIn("\n", got, name)
+
+    def test_fla_cache_imports_alone_with_the_fake_torch(self):
+        root = os.environ.get("RERACE_PY_ROOT", os.path.join(os.path.dirname(__file__), "..", "..",
+                                                              "..", "build", "py"))
+        fla = os.path.join(root, "fla-core-0.5.2")
+        if not os.path.isdir(os.path.join(fla, "fla")):
+            self.skipTest("%s is missing (tools/scripts/python-envs.sh makes it)" % fla)
+        import importlib.util
+        if importlib.util.find_spec("torch") is not None:
+            self.skipTest("torch is installed: FLA imports as usual")
+        if importlib.util.find_spec("packaging") is None:
+            self.skipTest("packaging (which FLA's cache.py imports) is not installed here")
+        saved = {k: v for k, v in sys.modules.items() if k == "fla" or k.startswith("fla.")}
+        try:
+            m = tuners.import_alone("fla.ops.utils.cache", os.path.join(fla, "fla", "__init__.py"))
+            self.assertTrue(issubclass(m.CachedAutotuner, autotuner.Autotuner))
+            self.assertTrue(m.torch.RERACE_FAKE)
+            self.assertNotIn("torch", sys.modules)  # only while it imported
+            self.assertTrue(getattr(sys.modules["fla.ops"], "__rerace_bare__", False))
+            with self.assertRaises(ImportError):
+                tuners.import_alone("fla.ops.no_such", os.path.join(fla, "fla", "__init__.py"))
+        finally:
+            for k in [k for k in sys.modules if k == "fla" or k.startswith("fla.")]:
+                del sys.modules[k]
+            sys.modules.update(saved)

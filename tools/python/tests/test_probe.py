@@ -309,6 +309,57 @@ class MetadataTest(unittest.TestCase):
         meta = _detail(self.begins()[0])
         self.assertEqual(meta["run"]["qualname"], user_run.__qualname__)
 
+    def _patched_after_probe(self):
+        """A tuner class the probe wrapped, then a team's lock put on its ``run``; and a
+        library's subclass that took the probe-wrapped ``run`` before the lock (the incident)."""
+        class Fresh(triton_autotuner.Autotuner):
+            pass
+
+        Fresh._rerace_patched = False
+        rerace_probe.patch_autotuner(type("Mod", (), {"Autotuner": Fresh}))
+        orig = Fresh.run
+
+        class Library(Fresh):
+            def run(self, *args, **kwargs):
+                return orig(self, *args, **kwargs)
+
+        lock = threading.Lock()
+
+        def locked_run(self, *args, **kwargs):
+            with lock:
+                return orig(self, *args, **kwargs)
+
+        Fresh.run = locked_run
+        return Fresh, Library
+
+    def _one_call(self, cls):
+        tuner = cls(FakeKernel(), ["x_ptr", "y_ptr", "N"], [triton.Config({"BLOCK_N": 64})] * 2,
+                    key=["N"], reset_to_zero=None, restore_value=["y_ptr"], do_bench=fake_bench)
+        tuner.run(FakeTensor(0), FakeTensor(0), 4096)
+        return _detail(self.begins()[0])["reach"]["Autotuner.run"]
+
+    def test_each_call_says_whether_a_later_patch_was_on_its_stack(self):
+        fresh, _ = self._patched_after_probe()
+        reach = self._one_call(fresh)
+        self.assertTrue(reach["on_stack"])
+        self.assertTrue(reach["by"].startswith("MetadataTest._patched_after_probe.<locals>.locked_run "
+                                               "(test_probe.py:"), reach["by"])
+        self.assertRegex(reach["patch"], r"^test_probe\.py:\d+$")
+
+    def test_a_subclass_holding_the_original_run_bypasses_the_patch(self):
+        _, library = self._patched_after_probe()
+        reach = self._one_call(library)
+        self.assertFalse(reach["on_stack"])
+        self.assertTrue(reach["by"].startswith("MetadataTest._patched_after_probe.<locals>.Library.run "
+                                               "(test_probe.py:"), reach["by"])
+
+    def test_an_unpatched_call_carries_no_reach(self):
+        tuner = make_tuner(2)
+        tuner.run(FakeTensor(0), FakeTensor(0), 4096)
+        tuner.run(FakeTensor(0), FakeTensor(0), 4096)
+        self.assertNotIn("reach", _detail(self.begins()[0]))
+        self.assertIsNone(_detail(self.begins()[1]))
+
 
 # A patch's run under the probe, in its own interpreter: eight threads, one cold tuner, the fake
 # kernel. Prints the errors, how many configs were benchmarked and the first call's metadata.
@@ -347,11 +398,12 @@ def worker(i):
 ts = [threading.Thread(target=worker, args=(i,)) for i in range(8)]
 for t in ts: t.start()
 for t in ts: t.join()
-meta = [json.loads(urllib.parse.unquote(m.group(1))) for t in marks
-        for m in [re.search(r" detail=(\S+)", t)] if m and "kind=call-begin" in t]
+details = [json.loads(urllib.parse.unquote(m.group(1))) for t in marks
+           for m in [re.search(r" detail=(\S+)", t)] if m and "kind=call-begin" in t]
+meta = [d for d in details if "v" in d]
 print(json.dumps({"idempotent": idempotent, "errors": errors, "benches": sum("kind=bench-begin" in t for t in marks),
                   "launches": tuner.fn._fn.launches if hasattr(tuner.fn, "_fn") else tuner.fn.launches,
-                  "meta": meta}))
+                  "meta": meta, "reach": [d["reach"] for d in details if "reach" in d]}))
 """
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -400,6 +452,8 @@ class FixesTest(unittest.TestCase):
         self.assertEqual(res["launches"], 6 * 3 + 8)
         self.assertTrue(res["meta"]["run"]["file"].endswith("lock_run.py"))
         self.assertEqual(res["meta"]["run"]["qualname"], "_apply.<locals>.run")
+        # Patch reach (issue 29): the lock was on the stack of each of the eight calls.
+        self.assertEqual([r["Autotuner.run"]["on_stack"] for r in res["reach"]], [True] * 8)
 
     def test_tls_nargs_still_fails(self):
         res = self.run_fix("tls_nargs.py")

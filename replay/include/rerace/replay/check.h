@@ -44,6 +44,9 @@ struct Verdict {
   FixCost cost;                       // the fix's step time against the baseline (cost.h)
   std::vector<sim::Race> races;       // with options.detect_races: every distinct race of the
                                       // schedules explored
+  // python engine: the first schedule's patch reach lines (ReplayResult::notes), so that a
+  // verdict says the patch it checked was on the path; a patch no call entered fails instead.
+  std::vector<std::string> reach;
 };
 
 // One run without preemption (round-robin, whole quantum): its step count is PCT's k, its

@@ -38,6 +38,16 @@ struct TunerCall {
   // per restore_value entry: the tensor's shape at this call, as the probe recorded it (empty:
   // not recorded, or not a tensor). Restoring another call's copy of another shape raises.
   std::vector<std::vector<int64_t>> restore_shapes;
+  // Patch reach at this call, as the probe recorded it (issue 29): for each callable a patch
+  // replaced after the probe ("Autotuner.run"), whether it was on the call's stack, and which
+  // frame called Triton's run. Empty: nothing replaced, or not recorded.
+  struct Reach {
+    std::string name;   // "Autotuner.run"
+    std::string patch;  // "fix.py:7"
+    std::string by;     // "CachedAutotuner.run (cache.py:360)"
+    bool on_stack = false;
+  };
+  std::vector<Reach> reach;
   std::vector<Nanos> bench_ns;          // per config: one repetition's recorded time
   std::vector<uint32_t> bench_reps;     // per config: recorded repetitions (do_bench)
   Nanos launch_ns = 0;                  // the final launch's recorded duration
@@ -140,6 +150,16 @@ struct Program {
 // function outside Triton and FLA, or a field made a descriptor), one line each, from
 // Program::tuner_meta; empty when nothing was, or when the probe recorded no metadata.
 std::vector<std::string> PatchedParts(const Program& p);
+
+// Patch reach as recorded (TunerCall::reach), one line per replaced callable: "your
+// Autotuner.run replacement (fix.py:7) was on the stack of 0 of 8 recorded calls:
+// CachedAutotuner.run (cache.py:360) reached Autotuner.run without it". Empty when the
+// recording has none.
+std::vector<std::string> RecordedReach(const Program& p);
+// The same words over reach entries of any calls (`rerace show`, per tuner, from the events).
+std::vector<std::string> ReachLines(const std::vector<TunerCall::Reach>& entries);
+// The reach entries of one call-begin's detail (the probe's JSON); empty when it has none.
+std::vector<TunerCall::Reach> ReachOfDetail(const std::string& detail);
 
 // Builds the programs. Errors (exit 65) name the trace and event: a tuner call that never
 // says which configs it has, a transition outside a call, a config index out of range.

@@ -123,6 +123,10 @@ struct ReplayResult {
   // model: how steps were cut, and why, when it is not every access a step by default
   // ("CPython 3.12 with the GIL (as recorded, ...)"); empty otherwise.
   std::string steps;
+  // python engine: one line per callable a patch replaced that the run's calls entered
+  // ("your Autotuner.run replacement (fix.py:7) was entered by 8 of 8 threads' calls"); one
+  // entered by none is the finding "patch-not-reached" instead.
+  std::vector<std::string> notes;
   bool failed() const { return !findings.empty(); }
   // Distinct failure signature, for fuzz's de-duplication: codes and where, not thread ids.
   std::string Signature() const;

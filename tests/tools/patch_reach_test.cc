@@ -1,0 +1,222 @@
+// Patch reach (issue 29, "the phantom patch"): for every callable a patch replaced in
+// Triton's Autotuner, the real-code engine says through which calls it was entered; one no
+// call entered is the finding `patch-not-reached`, and `check` never says "holds" for it.
+// Three patches of tests/data/patches, through the command line on the H200 recording: one
+// that works, one bypassed as the incident's engineer suspected (a subclass calls a reference
+// to the original `run` taken before the patch), one applied to a class object the tuners do
+// not use (the module reloaded after the patch). Runs the real Triton of the venv under
+// RERACE_PY_ROOT (tools/scripts/python-envs.sh) and skips, saying which, without it. And the
+// reach the probe records on the GPU (`rerace record --probe triton`), said by replay's first
+// lines for either engine.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "rerace/testing/cli.h"
+#include "rerace/testing/rewrite.h"
+
+#ifndef RERACE_PY_ROOT
+#define RERACE_PY_ROOT ""
+#endif
+
+namespace {
+
+using rerace::testing::CliRun;
+using rerace::testing::Has;
+using rerace::testing::Rerace;
+using rerace::testing::SampleTrace;
+using rerace::testing::Source;
+
+// `rerace ARGS` with environment variable `name` set to `value` (unset again after).
+CliRun ReraceWithEnv(const char* name, const std::string& value, const std::string& args) {
+  setenv(name, value.c_str(), 1);
+  CliRun r = Rerace(args);
+  unsetenv(name);
+  return r;
+}
+
+struct Case {
+  const char* name;
+  const char* command;  // "replay" or "check" with its options
+  const char* patch;    // under tests/data/patches
+  int exit_code;
+  std::vector<std::string> has;
+  std::vector<std::string> lacks;
+};
+
+class PatchReach : public ::testing::TestWithParam<Case> {};
+
+TEST_P(PatchReach, SaysWhetherEachReplacementWasOnThePath) {
+  const Case& c = GetParam();
+  const std::string exe = std::string(RERACE_PY_ROOT) + "/venv/bin/python";
+  if (std::string(RERACE_PY_ROOT).empty() || access(exe.c_str(), X_OK) != 0)
+    GTEST_SKIP() << exe << " is missing (tools/scripts/python-envs.sh makes it)";
+  const CliRun r = Rerace(std::string(c.command) + " " + SampleTrace("triton-none-h200.rrt") +
+                          " --engine python --python-exe " + exe + " --patch " +
+                          Source(std::string("tests/data/patches/") + c.patch));
+  SCOPED_TRACE(c.name);
+  EXPECT_EQ(r.code, c.exit_code) << r.out;
+  for (const std::string& s : c.has) EXPECT_TRUE(Has(r.out, s)) << "missing: " << s << "\n" << r.out;
+  for (const std::string& s : c.lacks) EXPECT_FALSE(Has(r.out, s)) << "unexpected: " << s << "\n" << r.out;
+}
+
+const Case kCases[] = {
+    {"a lock that works is entered by every call", "replay --seed 3", "reach_works.py", 0,
+     {"patch reach: your Autotuner.run replacement (reach_works.py:10) was entered by 8 of 8 "
+      "threads' calls\n",
+      "ok: no failure in this schedule"},
+     {"patch-not-reached"}},
+    {"a subclass calling the saved original bypasses the lock", "replay --seed 3",
+     "reach_bypassed.py", 1,
+     {"FAILED: patch-not-reached at step",
+      "(none: the patch never ran): your Autotuner.run replacement (reach_bypassed.py:20) was "
+      "entered by 0 of 8 threads' calls\n",
+      "  TeamAutotuner.run (reach_bypassed.py:14) reached Autotuner.run "
+      "(triton/runtime/autotuner.py:",
+      ") without it\n",
+      // The stock race the lock was meant to stop, still there: the patch never ran.
+      "KeyError: 'y_ptr'"},
+     {"patch reach: "}},
+    {"a patch on a class object the reloaded module replaced", "replay --seed 3",
+     "reach_reloaded.py", 1,
+     {"triton.runtime.autotuner.Autotuner rebound to another class object",
+      "FAILED: patch-not-reached at step",
+      "your Autotuner.run replacement (reach_reloaded.py:13) was entered by 0 of 8 threads' calls",
+      "reached Autotuner.run (triton/runtime/autotuner.py:"},
+     {"patch reach: "}},
+    {"check fails a bypassed patch with its own words, never holds", "check --bound 1 --max-runs 3",
+     "reach_bypassed.py", 1,
+     {"FAILS: the patch never ran (patch-not-reached): your Autotuner.run replacement "
+      "(reach_bypassed.py:20) was entered by 0 of 8 threads' calls"},
+     {"holds", "inconclusive"}},
+    // A budget too small to finish is inconclusive (exit 3), as before: reach changes nothing.
+    {"check of a reached patch keeps its verdict", "check --bound 1 --max-runs 2",
+     "reach_works.py", 3,
+     {"verdict: inconclusive",
+      "\npatch reach: your Autotuner.run replacement (reach_works.py:10) was entered by 8 of 8 "
+      "threads' calls\n"},
+     {"patch-not-reached"}},
+};
+
+INSTANTIATE_TEST_SUITE_P(Cases, PatchReach, ::testing::ValuesIn(kCases));
+
+// The H200 recording as the probe records the incident: every call's detail says the team's
+// lock on Autotuner.run was not on its stack, CachedAutotuner.run having called Triton's run.
+TEST(RecordedPatchReach, ReplaySaysWhatTheProbeSawOnTheGpu) {
+  const std::string out = ::testing::TempDir() + "/reach-recorded-" + std::to_string(getpid()) + ".rrt";
+  const std::string reach =
+      R"j("reach":{"Autotuner.run":{"by":"CachedAutotuner.run (cache.py:360)","module":"fix",)j"
+      R"j("on_stack":false,"patch":"fix.py:7","qualname":"run"}})j";
+  rerace::testing::RewriteSample("triton-none-h200.rrt", out, [&](std::string d) {
+    return d.empty() ? "{" + reach + "}" : d.substr(0, d.size() - 1) + "," + reach + "}";
+  });
+  const CliRun r = Rerace("replay " + out + " --seed 1");
+  EXPECT_TRUE(Has(r.out, "recorded patch reach: your Autotuner.run replacement (fix.py:7) was on "
+                         "the stack of 0 of 8 recorded calls: CachedAutotuner.run (cache.py:360) "
+                         "reached Autotuner.run without it\n"))
+      << r.out;
+  const CliRun shown = Rerace("show " + out);
+  // (show wraps its lines at 160 columns.)
+  EXPECT_TRUE(Has(shown.out, "      patch reach: your Autotuner.run replacement (fix.py:7) was on the "
+                             "stack of 0 of 8 recorded calls: CachedAutotuner.run (cache.py:360)"))
+      << shown.out;
+  EXPECT_TRUE(Has(shown.out, "reached Autotuner.run\n          without it\n")) << shown.out;
+  const CliRun stock = Rerace("replay " + SampleTrace("triton-none-h200.rrt") + " --seed 1");
+  EXPECT_FALSE(Has(stock.out, "recorded patch reach")) << stock.out;
+  std::filesystem::remove(out);
+}
+
+// Issue 29 (2): a tuner class the recording names that subclasses Triton's Autotuner (a
+// team's, a library's) replays through its real class when its module imports here, and is
+// refused in one line naming the class and the module otherwise. The H200 recording, its
+// tuner class renamed to rerace_team_tuner.TeamAutotuner: a subclass whose run calls a
+// reference to Autotuner.run taken at import, as the incident's CachedAutotuner was suspected
+// of, so a team's lock patched onto Autotuner.run afterwards is never on the path.
+TEST(RecordedTunerClass, ReplaysThroughItsRealClassOrIsRefusedInOneLine) {
+  const std::string exe = std::string(RERACE_PY_ROOT) + "/venv/bin/python";
+  if (std::string(RERACE_PY_ROOT).empty() || access(exe.c_str(), X_OK) != 0)
+    GTEST_SKIP() << exe << " is missing (tools/scripts/python-envs.sh makes it)";
+  const std::string dir = ::testing::TempDir() + "/reach-class-" + std::to_string(getpid());
+  std::filesystem::create_directories(dir + "/lib");
+  std::ofstream(dir + "/lib/rerace_team_tuner.py")
+      << "from triton.runtime.autotuner import Autotuner\n"
+         "_orig_run = Autotuner.run\n"
+         "class TeamAutotuner(Autotuner):\n"
+         "    def run(self, *args, **kwargs):\n"
+         "        self.team_calls = getattr(self, 'team_calls', 0) + 1\n"
+         "        return _orig_run(self, *args, **kwargs)\n";
+  const std::string trace = dir + "/team.rrt";
+  rerace::testing::RewriteSample(
+      "triton-none-h200.rrt", trace, [](std::string d) { return d; },
+      [](std::string s) {
+        return s == "triton.runtime.autotuner.Autotuner" ? "rerace_team_tuner.TeamAutotuner" : s;
+      });
+  const std::string replay = "replay " + trace + " --engine python --python-exe " + exe + " --seed 3";
+  // Installed (on PYTHONPATH): its class builds the tuner, and its own run is on the path.
+  const CliRun real = ReraceWithEnv("PYTHONPATH", dir + "/lib",
+                                  replay + " --patch " + Source("tests/data/patches/reach_works.py"));
+  EXPECT_EQ(real.code, 1) << real.out;
+  EXPECT_TRUE(Has(real.out, "; class rerace_team_tuner.TeamAutotuner (rerace_team_tuner.py)")) << real.out;
+  EXPECT_TRUE(Has(real.out, "FAILED: patch-not-reached")) << real.out;
+  EXPECT_TRUE(Has(real.out, "  TeamAutotuner.run (rerace_team_tuner.py:6) reached Autotuner.run "
+                            "(triton/runtime/autotuner.py:"))
+      << real.out;
+  EXPECT_TRUE(Has(real.out, "KeyError: 'y_ptr'")) << real.out;  // it inherits the race
+  // Not installed: one line naming the class and its module, exit 65.
+  const CliRun refused = Rerace(replay);
+  EXPECT_EQ(refused.code, 65) << refused.out;
+  EXPECT_TRUE(Has(refused.out, "tuner class rerace_team_tuner.TeamAutotuner is not imported: module "
+                               "rerace_team_tuner: "))
+      << refused.out;
+  std::filesystem::remove_all(dir);
+}
+
+// Issue 29 (1): FLA's real CachedAutotuner (fla-core 0.5.2 and 0.6.0, pip-installed with
+// --target under RERACE_PY_ROOT) under the engine, without torch: its cache.py is imported alone
+// with rerace's minimal fake torch. Its None-safe hooks raise no KeyError: the race is silent.
+// A lock on Autotuner.run is on its path (its run calls super().run()).
+TEST(FlaCachedAutotuner, ReplaysThroughFlasOwnCode) {
+  const std::string exe = std::string(RERACE_PY_ROOT) + "/venv/bin/python";
+  if (std::string(RERACE_PY_ROOT).empty() || access(exe.c_str(), X_OK) != 0)
+    GTEST_SKIP() << exe << " is missing (tools/scripts/python-envs.sh makes it)";
+  const std::string trace = ::testing::TempDir() + "/reach-fla-" + std::to_string(getpid()) + ".rrt";
+  rerace::testing::RewriteSample(
+      "triton-none-h200.rrt", trace, [](std::string d) { return d; },
+      [](std::string s) {
+        return s == "triton.runtime.autotuner.Autotuner" ? "fla.ops.utils.cache.CachedAutotuner" : s;
+      });
+  for (const std::string version : {"0.5.2", "0.6.0"}) {
+    SCOPED_TRACE("fla-core " + version);
+    const std::string fla = std::string(RERACE_PY_ROOT) + "/fla-core-" + version;
+    if (access((fla + "/fla/ops/utils/cache.py").c_str(), F_OK) != 0) {
+      ADD_FAILURE() << fla << " is missing (tools/scripts/python-envs.sh makes it)";
+      continue;
+    }
+    const CliRun r = ReraceWithEnv("PYTHONPATH", fla,
+                                 "replay " + trace + " --engine python --python-exe " + exe +
+                                     " --seed 3 --patch " + Source("tests/data/patches/reach_works.py"));
+    EXPECT_TRUE(Has(r.out, "; class fla.ops.utils.cache.CachedAutotuner (fla/ops/utils/cache.py)")) << r.out;
+    EXPECT_TRUE(Has(r.out, "NB: this Python has no torch: fla.ops.utils.cache imported with rerace's "
+                           "minimal fake torch"))
+        << r.out;
+    EXPECT_TRUE(Has(r.out, "patch reach: your Autotuner.run replacement (reach_works.py:10) was "
+                           "entered by 8 of 8 threads' calls"))
+        << r.out;
+    EXPECT_FALSE(Has(r.out, "KeyError")) << r.out;
+    // Without the lock: the race FLA inherits from Triton's run, silent under its None-safe hooks.
+    const CliRun stock = ReraceWithEnv("PYTHONPATH", fla, "replay " + trace +
+                                     " --engine python --python-exe " + exe + " --seed 3");
+    EXPECT_EQ(stock.code, 1) << stock.out;
+    EXPECT_TRUE(Has(stock.out, "FAILED: missed-restore in thread ")) << stock.out;
+    EXPECT_TRUE(Has(stock.out, "the real program raises nothing (silent corruption)")) << stock.out;
+    EXPECT_FALSE(Has(stock.out, "KeyError")) << stock.out;
+  }
+  std::filesystem::remove(trace);
+}
+
+}  // namespace

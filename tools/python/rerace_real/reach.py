@@ -1,0 +1,130 @@
+"""Patch reach: whether each callable a patch replaced was on the path of the tuner calls.
+
+The incident's "phantom patch": a lock around ``Autotuner.run`` sat in ``Autotuner.__dict__``,
+yet FLA's ``CachedAutotuner.run`` reached Triton's ``run`` without it. A patch that is never
+entered is not checked by any schedule, however many hold.
+
+Set-up (serve.py, after each patch is imported): for every name a patch replaced in the tuner
+class whose old and new values are code (a function, a property's getter, a static or class
+method), and every property a patch added (thread-local ``nargs``: the instance attribute's
+reads and writes now go through it), one ``Replaced``: the new code (the patch's), the old code (the target it replaced),
+the patch's file and line. During a replayed tuner call, a 'call' profile event that enters a
+replaced callable marks it entered for that call; one that enters the target with no
+replacement of it on the stack is a bypass, and the first such frame chain is kept
+("TeamAutotuner.run (bypass.py:9) reached Autotuner.run (autotuner.py:238) without it"). After
+each call the thread sends ``r <json>`` (control.py): which replacements the call entered, and
+the bypass chains seen. The C++ side (replay/src/python_engine.cc) counts them over the run's
+calls: a replacement entered by none is the finding ``patch-not-reached``; otherwise a
+``patch reach:`` line.
+
+The target is matched by file, first line and name, not by identity, so a reloaded module's
+fresh copy of the function (a class object the patch never touched) counts as the target.
+
+Threads: ``Reach.profile`` runs on the logical thread that holds the turn (it only reads and
+writes that thread's own call record); everything else runs at set-up.
+"""
+
+from . import control
+
+
+def _code(v):
+    """The code object a class attribute runs when called or read, or None."""
+    f = getattr(v, "fget", None) or getattr(v, "__func__", None) or v
+    return getattr(f, "__code__", None)
+
+
+def _where(code):
+    return "%s:%d" % (control.site_path(code.co_filename), code.co_firstlineno)
+
+
+def _qualname(code):
+    return getattr(code, "co_qualname", None) or code.co_name
+
+
+class Replaced:
+    __slots__ = ("name", "new", "old", "patch", "kind")
+
+    def __init__(self, name, new, old, patch, kind):
+        self.name = name      # "Autotuner.run"
+        self.new = new        # the patch's code object
+        self.old = old        # the replaced code object (None: a property where there was none)
+        self.patch = patch    # the patch's "file.py:line"
+        self.kind = kind      # "replacement" or "property"
+
+    def info(self):
+        # A property put where the instance attribute was (thread-local nargs): no code before.
+        target = "%s (%s)" % (self.name, _where(self.old)) if self.old is not None else \
+            "%s (an instance attribute before the patch)" % self.name
+        return {"name": self.name, "kind": self.kind, "patch": self.patch, "target": target}
+
+
+class Reach:
+    """The replaced callables of all patches, and the per-call profile check."""
+
+    def __init__(self):
+        self.replaced = []
+        self._new = {}      # patch code -> index
+        self._old = {}      # (file, first line, name) of a target -> index
+
+    def note(self, cls_name, before, after):
+        """A patch's changes: `before` and `after` map names to the class attributes."""
+        for name in sorted(after):
+            if name in before and before[name] is after[name]:
+                continue
+            new = _code(after[name])
+            old = _code(before[name]) if name in before else None
+            if name not in before and not isinstance(after[name], property):
+                continue  # a new helper, not on the path of any stock code
+            if new is None or new is old or (name in before and old is None):
+                continue
+            kind = "property" if isinstance(after[name], property) else "replacement"
+            r = Replaced("%s.%s" % (cls_name, name), new, old,
+                         "%s:%d" % (control.site_path(new.co_filename), new.co_firstlineno), kind)
+            self._new[new] = len(self.replaced)
+            if old is not None:
+                self._old.setdefault((old.co_filename, old.co_firstlineno, old.co_name),
+                                     len(self.replaced))
+            self.replaced.append(r)
+
+    def info(self):
+        return [r.info() for r in self.replaced]
+
+    def start_call(self, c):
+        c["_reach"] = (set(), {})
+
+    def profile(self, frame, event):
+        """From the thread's profile function, for every event; cheap when nothing matches."""
+        if event != "call":
+            return
+        ts = control.current()
+        if ts is None or ts.call is None or ts.tid < 0:
+            return
+        state = ts.call.get("_reach")
+        if state is None:
+            return
+        code = frame.f_code
+        i = self._new.get(code)
+        if i is not None:
+            state[0].add(i)
+            return
+        i = self._old.get((code.co_filename, code.co_firstlineno, code.co_name))
+        if i is None or i in state[1]:
+            return
+        new = self.replaced[i].new
+        f = frame.f_back
+        while f is not None:
+            if f.f_code is new:
+                return
+            f = f.f_back
+        caller = frame.f_back
+        while caller is not None and control.is_ours(caller.f_code.co_filename):
+            caller = caller.f_back
+        by = "%s (%s:%d)" % (_qualname(caller.f_code), control.site_path(caller.f_code.co_filename),
+                             caller.f_lineno) if caller is not None else "rerace's call"
+        state[1][i] = "%s reached %s (%s) without it" % (
+            by, self.replaced[i].name, _where(code))
+
+    def report(self, c):
+        """The call's message: the replacements it entered and the bypasses it made."""
+        entered, bypass = c.get("_reach") or (set(), {})
+        return {"entered": sorted(entered), "bypass": {str(k): v for k, v in sorted(bypass.items())}}
