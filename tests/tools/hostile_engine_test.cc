@@ -154,11 +154,20 @@ void ExpectGone(const std::string& file) {
   std::ifstream in(file);
   int count = 0;
   for (pid_t pid; in >> pid; ++count) {
-    std::string state = "gone";
-    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-    std::string line;
-    if (std::getline(stat, line)) state = line.substr(line.rfind(')') + 2, 1);
-    EXPECT_TRUE(state == "gone" || state == "Z") << "process " << pid << " was left, state " << state;
+    // A process killed as rerace exits may still be tearing down when rerace has returned
+    // (SIGKILL is delivered, the exit not yet done): wait for that, a bounded while, rather
+    // than read one instant. A process rerace left alive (asleep for an hour) stays.
+    std::string state;
+    for (int tries = 0; tries < 500; ++tries) {
+      state = "gone";
+      std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+      std::string line;
+      if (std::getline(stat, line)) state = line.substr(line.rfind(')') + 2, 1);
+      if (state == "gone" || state == "Z" || state == "X") break;
+      usleep(10'000);
+    }
+    EXPECT_TRUE(state == "gone" || state == "Z" || state == "X")
+        << "process " << pid << " was left, state " << state;
   }
   EXPECT_GT(count, 0) << file << " names no process";
 }

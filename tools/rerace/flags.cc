@@ -62,7 +62,7 @@ CLI::Validator Duration() {
 
 CLI::Validator FileName() {
   return CLI::Validator(
-      [](std::string& s) { return s.empty() ? std::string("'' names no file") : std::string(); }, "FILE");
+      [](std::string& s) { return s.empty() ? std::string("'' names no file") : std::string(); }, "");
 }
 
 CLI::Validator ShardSpec() {
