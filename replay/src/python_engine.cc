@@ -272,7 +272,7 @@ std::string DescribeEngine(const std::string& info_json) {
         fmt::join(j.value("recorded_python", std::vector<std::string>{}), ", "));
   if (const auto fake = j.value("fake_torch", std::vector<std::string>{}); !fake.empty())
     out += fmt::format("\nNB: this Python has no torch: {} imported with rerace's minimal fake torch "
-                       "(tools/python/rerace_real/fake_torch.py: torch.cuda.is_available() is False, "
+                       "(replay/python/rerace_real/fake_torch.py: torch.cuda.is_available() is False, "
                        "nothing else), its packages' __init__ not run",
                        fmt::join(fake, ", "));
   if (j.contains("patches"))

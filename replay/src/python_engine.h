@@ -1,6 +1,6 @@
 // replay/src/python_engine.h: the real-code engine's C++ side (private to replay).
 //
-// `--engine python` replays through the real tuner code: tools/python/rerace_real runs each
+// `--engine python` replays through the real tuner code: replay/python/rerace_real runs each
 // recorded thread as a real Python thread in the Triton installed where rerace runs, with the
 // user's patches, one thread at a time. This side keeps rerace's scheduler in charge: each
 // recorded thread is a *proxy fiber* on the ordinary `sim::Scheduler`. When the strategy picks

@@ -472,17 +472,20 @@ namespace rerace::replay {
 
 std::string PythonEngineDir() {
   if (const char* d = std::getenv("RERACE_PYTHONPATH"); d != nullptr && *d != '\0') return d;
+  // Installed (PREFIX/bin/rerace beside PREFIX/share/rerace/python) before the source tree the
+  // binary was built from: an installed rerace never runs a source tree's engine.
   const std::string built = RERACE_PYTHON_DIR;
-  if (!built.empty() && access((built + "/rerace_real").c_str(), R_OK) == 0) return built;
-  // Installed: PREFIX/bin/rerace and PREFIX/share/rerace/python.
   char exe[4096];
   const ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  std::string installed;
   if (n > 0) {
     std::string dir(exe, static_cast<size_t>(n));
     dir = dir.substr(0, dir.rfind('/'));
-    return dir + "/../share/rerace/python";
+    installed = dir + "/../share/rerace/python";
+    if (access((installed + "/rerace_real").c_str(), R_OK) == 0) return installed;
   }
-  return built;
+  if (!built.empty() && access((built + "/rerace_real").c_str(), R_OK) == 0) return built;
+  return installed.empty() ? built : installed;
 }
 
 }  // namespace rerace::replay

@@ -1,6 +1,6 @@
 // replay/src/tuner_world_event.cc: fix lock-key-event, the patch's `run` around the model's.
 //
-// tools/python/rerace_real/fixes/lock_key_event.py: under one lock, a thread whose key is in
+// replay/python/rerace_real/fixes/lock_key_event.py: under one lock, a thread whose key is in
 // self.cache goes straight into Autotuner.run; the first to miss it makes the key's event and
 // runs Autotuner.run (tunes); the others wait for the event and look again. The owner deletes
 // the event under the lock and sets it when its run ends, raised or not.

@@ -62,7 +62,7 @@ TEST(Grammar, TunerMarksRoundTrip) {
   EXPECT_EQ(eb->event.error_where, err.event.error_where);
 }
 
-// Marks exactly as the Python probe writes them (tools/python/rerace_probe): the two
+// Marks exactly as the Python probe writes them (recorder/python/rerace_probe): the two
 // encoders must agree.
 TEST(Grammar, ParsesThePythonProbesMarks) {
   auto b = ParseTunerMark(

@@ -60,8 +60,8 @@ int RunRecord(const RecordArgs& a) {
   }
   if (!a.probe.empty()) {
     // The Triton probe: a path entry whose sitecustomize imports it at start-up.
-    // Installed: <prefix>/share/rerace/python; in a build tree: the source's tools/python.
-    std::string dir = std::string(RERACE_PYTHON_DIR);
+    // Installed: <prefix>/share/rerace/python; in a build tree: the source's recorder/python.
+    std::string dir = std::string(RERACE_PROBE_DIR);
     std::error_code ec;
     const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
     if (!ec) {

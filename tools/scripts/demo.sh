@@ -40,7 +40,7 @@ if [ -x "$py" ]; then
   say rerace replay "$trace" --engine python --python-exe "$py" --seed 3 "| head -5   # Triton 3.6's own Autotuner code, not a model"
   "$rerace" replay "$trace" --engine python --python-exe "$py" --seed 3 2>&1 | head -6
   for fix in tls-nargs lock-run; do
-    say rerace fuzz "$trace" --engine python --python-exe "$py" --fix "$fix" --runs 20 "| grep -E 'runs,|^  \[1\]'   # the fix as a patch file: tools/python/rerace_real/fixes/"
+    say rerace fuzz "$trace" --engine python --python-exe "$py" --fix "$fix" --runs 20 "| grep -E 'runs,|^  \[1\]'   # the fix as a patch file: replay/python/rerace_real/fixes/"
     "$rerace" fuzz "$trace" --engine python --python-exe "$py" --fix "$fix" --runs 20 2>/dev/null | grep -E 'runs,|^  \[1\]'
   done
   patched=traces/samples/triton-lock-run-patched-h200.rrt

@@ -3,7 +3,7 @@
 
 For each pair of consecutive accesses the model takes in one function of Triton's autotuner.py
 (the lines in the model's label table), the code between them is disassembled, as each CPython
-version compiles it, and read with the engine's rules (tools/python/rerace_real/gil.py,
+version compiles it, and read with the engine's rules (replay/python/rerace_real/gil.py,
 docs/GIL.md): if every path from the first access to the second has no place where that version
 can hand the GIL over, the window is atomic (warmup 0); if the only such places are calls that
 stop checking once specialized (len, isinstance, type(x)), it is atomic once warm (warmup =
@@ -225,7 +225,7 @@ def table(model, py_root):
     todo = [[list(ACCESS[a]) + [lines[a]], list(ACCESS[b]) + [lines[b]]] for a, b in PAIRS]
     results = {}
     for py in pys:
-        r = subprocess.run([py, "-c", ANALYSE, os.path.join(ROOT, "tools/python"), src,
+        r = subprocess.run([py, "-c", ANALYSE, os.path.join(ROOT, "replay/python"), src,
                             json.dumps(todo)], capture_output=True, text=True)
         if r.returncode != 0:
             sys.exit("gil-regions: %s failed: %s" % (py, r.stderr.strip()[-400:]))

@@ -18,9 +18,9 @@ nfixes=${NFIXES:-none lock-run tls-nargs call-local lock-key-future per-thread-t
 tvariants=${TVARIANTS:-none lock-run tls-nargs tls-state lock-key-event prewarm}
 sections=${SECTIONS:-native triton streams ranks}
 on() { case " $sections " in *" $1 "*) return 0;; esac; return 1; }
-exp=$PWD/tools/python/experiments
+exp=$PWD/tools/experiments
 mkdir -p "$out/n" "$out/t" "$out/o" .devrun/share/rerace/python
-rm -rf .devrun/share/rerace/python/rerace_probe && cp -r tools/python/rerace_probe .devrun/share/rerace/python/
+rm -rf .devrun/share/rerace/python/rerace_probe && cp -r recorder/python/rerace_probe .devrun/share/rerace/python/
 {
   echo "== machine ($(date -u +%FT%TZ))"; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
   python3 -c 'import platform, torch, triton; print("python", platform.python_version(), "torch", torch.__version__, "triton", triton.__version__)'
@@ -37,7 +37,7 @@ rm -rf .devrun/share/rerace/python/rerace_probe && cp -r tools/python/rerace_pro
   if on triton; then
     echo "== compile once"; timeout 300 python3 "$exp/autotune_race.py" --variant lock-run --trials 1 --quiet | tail -1
     for v in $tvariants; do
-      echo "\$ python3 tools/python/experiments/autotune_race.py --variant $v --trials $trials --quiet"
+      echo "\$ python3 tools/experiments/autotune_race.py --variant $v --trials $trials --quiet"
       timeout 200 python3 "$exp/autotune_race.py" --variant "$v" --trials "$trials" --quiet 2>&1 | grep -E '^trial|^variant' | sed "s/^/triton $v: /"
       (cd "$out/t" && timeout 200 "$bin/rerace" record --probe triton -o "triton-$v-cost-h200.rrt" -- python3 "$exp/autotune_race.py" --variant "$v" --trials 1 --quiet 2>&1 | grep -E '^trial|rerace:' | sed "s/^/recorded triton $v: /")
       k=$((${k:-0} + 1))
@@ -46,7 +46,7 @@ rm -rf .devrun/share/rerace/python/rerace_probe && cp -r tools/python/rerace_pro
     ls "$out"/t/*.rrt >/dev/null 2>&1 && (cd "$out/t" && tar czf "$out/triton-rest.tgz" ./*.rrt && rm -f ./*.rrt)
   fi
   if on streams; then
-    echo "\$ python3 tools/python/experiments/two_streams.py --trials $trials"
+    echo "\$ python3 tools/experiments/two_streams.py --trials $trials"
     timeout 120 python3 "$exp/two_streams.py" --trials "$trials" | sed 's/^/streams: /'
     (cd "$out/o" && timeout 120 "$bin/rerace" record -o torch-two-streams-h200.rrt -- python3 "$exp/two_streams.py" --trials 1 2>&1 | sed 's/^/recorded streams: /')
   fi

@@ -6,7 +6,7 @@
 # counterpart of a recording (which is a process's first trial).
 set -uo pipefail
 . tools/scripts/h200-env.sh
-exp=$PWD/tools/python/experiments
+exp=$PWD/tools/experiments
 {
 echo "== machine ($(date -u +%FT%TZ))"; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 python3 -c 'import platform, torch, triton; print("python", platform.python_version(), "torch", torch.__version__, "triton", triton.__version__)'

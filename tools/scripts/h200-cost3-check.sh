@@ -9,7 +9,7 @@
 #      triton-V-tN-cost3-h200.rrt (RECS: which).
 set -uo pipefail
 . tools/scripts/h200-env.sh
-exp=$PWD/tools/python/experiments
+exp=$PWD/tools/experiments
 RUNS=${RUNS:-6} tag=${TAG:-cost3}  # TAG names the log and the recordings
 mkdir -p "$out/t"
 {

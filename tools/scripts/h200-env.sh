@@ -9,4 +9,4 @@ bin=$PWD/.devrun/bin
 # rerace record --probe finds the probe beside the binaries, as installed
 # (<prefix>/share/rerace/python/rerace_probe): a copy (h200-recorded-check.sh replaces it).
 mkdir -p .devrun/share/rerace/python
-[ -e .devrun/share/rerace/python/rerace_probe ] || cp -r tools/python/rerace_probe .devrun/share/rerace/python/
+[ -e .devrun/share/rerace/python/rerace_probe ] || cp -r recorder/python/rerace_probe .devrun/share/rerace/python/

@@ -54,7 +54,7 @@ while [ $# -gt 0 ]; do
 done
 cd "$(dirname "$0")/../.." || exit 70
 root=$PWD
-exp=tools/python/experiments/restore_matters.py
+exp=tools/experiments/restore_matters.py
 TRIALS=${TRIALS:-8} THREADS=${THREADS:-8} ROUNDS=${ROUNDS:-3} ENGINE_RUNS=${ENGINE_RUNS:-60}
 RELEASES=${RELEASES:-3.6 3.8 3.9}
 FIXES=${FIXES:-none prewarm lock-run tls-nargs tls-state lock-key-event}
@@ -80,7 +80,7 @@ if [ "$prepare" = 1 ]; then
     run cp "build/py/triton-$v/triton/runtime/autotuner.py" ".devsrc/triton-$v/triton/runtime/"
   done
   run python3 -m pip download --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
-    --platform manylinux_2_28_x86_64 --platform manylinux2014_x86_64 --platform any -d .whl "fla-core==$FLA_VERSION"
+    --platform manylinux_2_28_x86_64 --platform manylinux2014_x86_64 --platform any -d .whl "fla-core==$FLA_VERSION" einops
   sh_run "du -sh .devrun .devlibs .devsrc .whl"
   echo "carry: [\".devrun\", \".devlibs\", \".devsrc\", \".whl\"] (ignored: add them to .git/info/exclude if git lists them)"
   exit 0
@@ -132,7 +132,7 @@ record_one() {
     export LD_LIBRARY_PATH=$root/.devlibs:/usr/local/cuda/lib64:/usr/local/cuda/extras/CUPTI/lib64:${LD_LIBRARY_PATH:-}
     export NCCL_NVLS_ENABLE=0 PYTHONUNBUFFERED=1
     mkdir -p .devrun/share/rerace/python && rm -rf .devrun/share/rerace/python/rerace_probe
-    cp -r tools/python/rerace_probe .devrun/share/rerace/python/
+    cp -r recorder/python/rerace_probe .devrun/share/rerace/python/
     nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
     python3 -c 'import sys, platform, torch, triton; print("python", platform.python_version(), "gil", getattr(sys, "_is_gil_enabled", lambda: True)(), "torch", torch.__version__, "triton", triton.__version__)'
     [ -x "$bin/rerace" ] || echo "NB: no $bin/rerace: run --prepare on the build machine and carry .devrun .devlibs (record, fla's recording and overhead need it)"

@@ -2,7 +2,7 @@
 # The brief's experiment with each named fix applied as a patch file, on a GPU machine (through
 # the device tool, from the repository root), in one command:
 #   1. TRIALS (8) real trials of each variant: none, lock-run, tls-nargs, tls-state,
-#      lock-key-event (tools/python/rerace_real/fixes/*.py through --variant) and prewarm;
+#      lock-key-event (replay/python/rerace_real/fixes/*.py through --variant) and prewarm;
 #      8 threads, a cold cache, the l2norm kernel; per-worker exceptions and y checks.
 #   2. The cached-call storm of each of STORM_VARIANTS (none): a serial prewarm, then 8 threads
 #      x STORM (3000) calls, at sys.setswitchinterval(1e-6) and at the default interval
@@ -15,7 +15,7 @@
 # per trial, every worker's outcome). Expects .devrun/.devlibs as h200-triton-check.sh.
 set -uo pipefail
 . "$(dirname "$0")/h200-env.sh"
-exp=$PWD/tools/python/experiments/autotune_race.py
+exp=$PWD/tools/experiments/autotune_race.py
 json=$out/h200-patched-trials.jsonl
 : >"$json"
 TRIALS=${TRIALS:-8} STORM=${STORM:-3000} STORM_TRIALS=${STORM_TRIALS:-2}
@@ -41,7 +41,7 @@ print("python", platform.python_version(), "gil", gil, "torch", torch.__version_
   [ "${RECORD_ONLY:-0}" = 1 ] && VARIANTS="" STORM=0
   for v in $VARIANTS; do
     echo "== variant $v: $TRIALS trials, 8 threads, cold cache"
-    echo "\$ python3 tools/python/experiments/autotune_race.py --variant $v --trials $TRIALS"
+    echo "\$ python3 tools/experiments/autotune_race.py --variant $v --trials $TRIALS"
     timeout 300 python3 "$exp" --variant "$v" --trials "$TRIALS" --json "$json"
   done
   for v in $([ "$STORM" -gt 0 ] && echo $STORM_VARIANTS); do
@@ -49,17 +49,17 @@ print("python", platform.python_version(), "gil", gil, "torch", torch.__version_
       echo "== storm ($v): serial prewarm, then 8 threads x $STORM cached calls, switch interval $si"
       arg=(); [ "$si" = default ] || arg=(--switch-interval "$si")
       [ "$v" = none ] || arg+=(--variant "$v")
-      echo "\$ python3 tools/python/experiments/autotune_race.py --storm $STORM ${arg[*]} --trials $STORM_TRIALS"
+      echo "\$ python3 tools/experiments/autotune_race.py --storm $STORM ${arg[*]} --trials $STORM_TRIALS"
       timeout 300 python3 "$exp" --storm "$STORM" "${arg[@]}" --trials "$STORM_TRIALS" --json "$json"
     done
   done
   if [ "$RECORD" = 1 ]; then
     # The probe that rerace record loads: this checkout's (an installed layout next to the binary).
     mkdir -p .devrun/share/rerace/python && rm -rf .devrun/share/rerace/python/rerace_probe
-    cp -r tools/python/rerace_probe .devrun/share/rerace/python/
+    cp -r recorder/python/rerace_probe .devrun/share/rerace/python/
     for v in $RECORD_VARIANTS; do
       echo "== recorded: $v"
-      echo "\$ rerace record --probe triton -o triton-$v-patched-h200.rrt -- python3 tools/python/experiments/autotune_race.py --variant $v --trials 1"
+      echo "\$ rerace record --probe triton -o triton-$v-patched-h200.rrt -- python3 tools/experiments/autotune_race.py --variant $v --trials 1"
       rm -f "$out"/triton-"$v"-patched-h200*.rrt
       (cd "$out" && timeout 300 "$bin/rerace" record --probe triton -o "triton-$v-patched-h200.rrt" -- \
         python3 "$exp" --variant "$v" --trials 1)

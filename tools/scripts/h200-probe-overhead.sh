@@ -1,6 +1,6 @@
 set -uo pipefail
 . "$(dirname "$0")/h200-env.sh"
-exp=$PWD/tools/python/experiments/autotune_race.py
+exp=$PWD/tools/experiments/autotune_race.py
 python3 "$exp" --variant lock-run --trials 1 >/dev/null 2>&1
 for i in 1 2; do
 python3 "$exp" --variant lock-run --trials 4 | sed 's/^/plain:    /'

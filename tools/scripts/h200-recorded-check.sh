@@ -5,7 +5,7 @@
 #   1. TRIALS (1) real trials of each case below, without the recorder (what the GPU does).
 #   2. One recording of each case with the Triton probe, as $OUT/triton-CASE-h200.rrt, then
 #      `rerace replay --recorded` of it (with the --fix a patched case stands for).
-# Cases (tools/python/experiments/autotune_race.py; 8 threads, a barrier, a cold cache, CONFIGS
+# Cases (tools/experiments/autotune_race.py; 8 threads, a barrier, a cold cache, CONFIGS
 # (3) configs so that each recording stays small):
 #   reset        reset_to_zero=['y_ptr']
 #   both         reset_to_zero=['y_ptr'], restore_value=['x_ptr']
@@ -18,7 +18,7 @@
 # h200-triton-check.sh.
 set -uo pipefail
 . "$(dirname "$0")/h200-env.sh"
-exp=$PWD/tools/python/experiments/autotune_race.py
+exp=$PWD/tools/experiments/autotune_race.py
 TRIALS=${TRIALS:-1} CONFIGS=${CONFIGS:-3}
 CASES=${CASES:-reset both user nohooks keys2 prewarm lockrun}
 args_of() {
@@ -46,15 +46,15 @@ print("python", platform.python_version(), "gil", gil, "torch", torch.__version_
   for c in $CASES; do
     [ "$TRIALS" -gt 0 ] || break
     echo "== case $c: $TRIALS trial(s), not recorded"
-    echo "\$ python3 tools/python/experiments/autotune_race.py $(args_of "$c") --configs $CONFIGS --trials $TRIALS"
+    echo "\$ python3 tools/experiments/autotune_race.py $(args_of "$c") --configs $CONFIGS --trials $TRIALS"
     timeout 120 python3 "$exp" $(args_of "$c") --configs "$CONFIGS" --trials "$TRIALS"
   done
   mkdir -p .devrun/share/rerace/python && rm -rf .devrun/share/rerace/python/rerace_probe
-  cp -r tools/python/rerace_probe .devrun/share/rerace/python/
+  cp -r recorder/python/rerace_probe .devrun/share/rerace/python/
   for c in $CASES; do
     f=triton-$c-h200.rrt
     echo "== recorded: $c"
-    echo "\$ rerace record --probe triton -o $f -- python3 tools/python/experiments/autotune_race.py $(args_of "$c") --configs $CONFIGS --trials 1"
+    echo "\$ rerace record --probe triton -o $f -- python3 tools/experiments/autotune_race.py $(args_of "$c") --configs $CONFIGS --trials 1"
     rm -f "$out"/triton-"$c"-h200*.rrt
     (cd "$out" && timeout 150 "$bin/rerace" record --probe triton -o "$f" -- \
       python3 "$exp" $(args_of "$c") --configs "$CONFIGS" --trials 1)

@@ -5,7 +5,7 @@
 # torch.profiler. Writes logs and traces to $OUT.
 set -uo pipefail
 . "$(dirname "$0")/h200-env.sh"
-exp=$PWD/tools/python/experiments/autotune_race.py
+exp=$PWD/tools/experiments/autotune_race.py
 {
   nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
   python3 -c 'import torch, triton; print("torch", torch.__version__, "triton", triton.__version__)'

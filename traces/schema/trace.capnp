@@ -155,7 +155,7 @@ struct Event {
   }
 }
 
-# A tuner state transition, announced by a probe (tools/python or kernels/'s native tuner).
+# A tuner state transition, announced by a probe (recorder/python/rerace_probe or kernels/'s native tuner).
 # The kinds line up with the scheduling points of replay's tuner models.
 struct TunerEvent {
   tuner @0 :UInt64;              # identity of the tuner object

@@ -58,7 +58,7 @@ struct ReplayOptions {
   Nanos launch_cpu_ns = 4'000;  // CPU time a launch costs its thread
   bool detect_races = false;    // happens-before race detection (sim/race_detector.h)
   // The engine: "model" (the C++ tuner models) or "python" (the real tuner code, run by
-  // tools/python/rerace_real in `python_exe`; see replay/src/python_engine.h).
+  // replay/python/rerace_real in `python_exe`; see replay/src/python_engine.h).
   std::string engine = "model";
   std::vector<std::string> patches;       // python: files imported before the tuners are built
   // python: "gil" or "free-threaded" switch points; "auto": as the recorded interpreter ran
@@ -186,7 +186,7 @@ class Replayer {
 
 // python engine: resolves `--fix` text: names joined by '+', each "none", "prewarm" (the
 // engine runs every recorded call once, serially, before the threads) or a patch file shipped
-// in tools/python/rerace_real/fixes/ ("lock-run" is fixes/lock_run.py). Sets o.fix.name,
+// in replay/python/rerace_real/fixes/ ("lock-run" is fixes/lock_run.py). Sets o.fix.name,
 // o.fix.prewarm and prepends the patch files to o.patches. Unknown names: exit 64, listing
 // the known ones.
 [[nodiscard]] Result<void> UsePythonFix(const std::string& text, ReplayOptions& o);

@@ -1,9 +1,9 @@
-"""CPU tests of tools/python/experiments/restore_matters.py (issue 31, item 1): its arguments,
+"""CPU tests of tools/experiments/restore_matters.py (issue 31, item 1): its arguments,
 the float64 reference and the classification of a thread's result on synthetic data, and the
 loading of a release's autotuner.py over the installed Triton (where Triton imports). The trials
 themselves need torch and a CUDA device: skipped here with the reason.
 
-Run: build/py/venv/bin/python -m unittest tools/python/tests/test_restore_matters.py
+Run: build/py/venv/bin/python -m unittest tests/python/test_restore_matters.py
 """
 
 import contextlib
@@ -15,7 +15,7 @@ import tempfile
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-REPO = os.path.normpath(os.path.join(HERE, "..", "..", ".."))
+REPO = os.path.normpath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, os.path.join(REPO, "tools", "python", "experiments"))
 
 import restore_matters as rm  # noqa: E402

@@ -1,7 +1,7 @@
 """Tests of the Triton probe against the real triton.runtime.autotuner (Triton 3.6 from PyPI),
 with a fake kernel and fake tensors: no GPU needed. Skipped when Triton is not installed.
 
-Also the named fixes (tools/python/rerace_real/fixes/) under the probe: each patch runs in its
+Also the named fixes (replay/python/rerace_real/fixes/) under the probe: each patch runs in its
 own interpreter (a patch changes Autotuner for the whole process)."""
 
 import json
@@ -16,7 +16,9 @@ import unittest
 import urllib.parse
 import importlib.util as importlib_util
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+REPO = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+PROBE_DIR = os.path.join(REPO, "recorder", "python")
+sys.path.insert(0, PROBE_DIR)
 import rerace_probe  # noqa: E402
 
 try:
@@ -407,7 +409,7 @@ print(json.dumps({"idempotent": idempotent, "errors": errors, "benches": sum("ki
 """
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-FIXES = os.path.join(HERE, "..", "rerace_real", "fixes")
+FIXES = os.path.join(REPO, "replay", "python", "rerace_real", "fixes")
 
 
 @unittest.skipIf(triton is None, "triton not installed")
@@ -415,7 +417,7 @@ class FixesTest(unittest.TestCase):
     """The named fixes on the real Triton code, eight threads, a cold cache, under the probe."""
 
     def run_fix(self, *files):
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.join(HERE, ".."), HERE]))
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join([PROBE_DIR, HERE]))
         env.pop("NVTX_INJECTION64_PATH", None)
         out = subprocess.run([sys.executable, "-c", _FIX_SCRIPT] + [os.path.join(FIXES, f) for f in files],
                              env=env, capture_output=True, text=True, timeout=120)
@@ -427,7 +429,7 @@ class FixesTest(unittest.TestCase):
         return res
 
     def test_the_index_names_every_patch_file(self):
-        sys.path.insert(0, os.path.join(HERE, ".."))
+        sys.path.insert(0, PROBE_DIR)
         try:
             spec = importlib_util.spec_from_file_location("_fixes_index", os.path.join(FIXES, "__init__.py"))
             index = importlib_util.module_from_spec(spec)

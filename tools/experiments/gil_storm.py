@@ -15,10 +15,10 @@
    cold: each call runs a fresh copy of the code object (first execution of every instruction);
    warm: one function per thread, called 200 times before counting.
 
-    python3 tools/python/experiments/gil_storm.py            # both, this interpreter
-    python3 tools/python/experiments/gil_storm.py probe
-    python3 tools/python/experiments/gil_storm.py storm --seconds 2 --threads 4
-    for p in /root/.pyenv/versions/3.1[0-3]*/bin/python3; do $p tools/python/experiments/gil_storm.py; done
+    python3 tools/experiments/gil_storm.py            # both, this interpreter
+    python3 tools/experiments/gil_storm.py probe
+    python3 tools/experiments/gil_storm.py storm --seconds 2 --threads 4
+    for p in /root/.pyenv/versions/3.1[0-3]*/bin/python3; do $p tools/experiments/gil_storm.py; done
 
 Each row also prints what ``rerace_real.gil.rules_for_running()`` predicts for the window,
 from the events the replay engine would see (opcode events, 'call' and 'c_call' events).
@@ -34,7 +34,7 @@ import time
 import types
 import _thread
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "replay", "python"))
 from rerace_real import gil  # noqa: E402
 
 # --------------------------------------------------------------------------- the windows

@@ -1,4 +1,4 @@
-"""Tests of the real-code engine's Python pieces (tools/python/rerace_real), without the C++
+"""Tests of the real-code engine's Python pieces (replay/python/rerace_real), without the C++
 side: how a recorded tuner is rebuilt, what the tracking subclass reports, that the patched
 class's methods and properties still apply through it, the controlled primitives outside a
 replay, and that the fakes are the only parts of Triton replaced. The whole engine, driven by
@@ -9,7 +9,8 @@ import sys
 import threading
 import unittest
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+ENGINE_DIR = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "replay", "python"))
+sys.path.insert(0, ENGINE_DIR)
 from rerace_real import control, fakes, reach, sync, tuners  # noqa: E402
 
 try:
@@ -315,7 +316,7 @@ class WhereTunersComeFromTest(unittest.TestCase):
                   "print(json.dumps({'same': t is rr_test_kernels.kern, 'tuners': s.info['tuners'],"
                   " 'configs': len(t.configs), 'positional': s.tuners[7][1]}))\n")
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-            [d, os.path.join(os.path.dirname(__file__), "..")] + sys.path))
+            [d, ENGINE_DIR] + sys.path))
         out = subprocess.run([sys.executable, "-c", script, json.dumps(cfg)], env=env,
                              capture_output=True, text=True, timeout=120)
         self.assertEqual(out.returncode, 0, out.stderr)
@@ -515,7 +516,7 @@ class TunerClassTest(unittest.TestCase):
 
     def test_fla_cache_imports_alone_with_the_fake_torch(self):
         root = os.environ.get("RERACE_PY_ROOT", os.path.join(os.path.dirname(__file__), "..", "..",
-                                                              "..", "build", "py"))
+                                                              "build", "py"))
         fla = os.path.join(root, "fla-core-0.5.2")
         if not os.path.isdir(os.path.join(fla, "fla")):
             self.skipTest("%s is missing (tools/scripts/python-envs.sh makes it)" % fla)

@@ -15,7 +15,7 @@ import threading
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, ".."))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "replay", "python"))
 from rerace_real import gil  # noqa: E402
 
 RULES = gil.rules_for_running()
@@ -23,7 +23,7 @@ RUNNING = sys.version_info[:2]
 
 
 def _load_storm():
-    path = os.path.join(HERE, "..", "experiments", "gil_storm.py")
+    path = os.path.join(HERE, "..", "..", "tools", "experiments", "gil_storm.py")
     spec = importlib.util.spec_from_file_location("gil_storm", path)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)

@@ -3,7 +3,7 @@
 unknown argument), and tools/scripts/launch-overhead-table.py turns a synthetic log into the
 table with the overheads computed by hand.
 
-Run: build/py/venv/bin/python -m unittest tools/python/tests/test_gpu_settle.py
+Run: build/py/venv/bin/python -m unittest tests/python/test_gpu_settle.py
 """
 
 import os
@@ -13,7 +13,7 @@ import tempfile
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-REPO = os.path.normpath(os.path.join(HERE, "..", "..", ".."))
+REPO = os.path.normpath(os.path.join(HERE, "..", ".."))
 SCRIPT = os.path.join(REPO, "tools", "scripts", "h200-gpu-settle.sh")
 TABLE = os.path.join(REPO, "tools", "scripts", "launch-overhead-table.py")
 

@@ -35,7 +35,7 @@ form, cold ones in the generic form.
 
 Every rule below was derived from the interpreter source of that version (file and
 function/macro cited beside it) and, for 3.10.13, 3.11.7, 3.12.1 and 3.13.0, checked on the
-real interpreter by tools/python/experiments/gil_storm.py (``probe``: a pending signal is
+real interpreter by tools/experiments/gil_storm.py (``probe``: a pending signal is
 handled at exactly the eval-breaker checks, so its handler shows where the first check after
 a point is; see docs/GIL.md). 3.14 is from its source only. Where the source leaves a doubt
 the rule allows a switch (more interleavings, never fewer) and says so.
@@ -343,7 +343,7 @@ def rules_for(version, free_threaded=False):
     r.name = "CPython %d.%d (GIL, assumed like 3.14)" % v
     r.version = v
     r.note = ("not modelled: the rules of 3.14 are assumed; check with "
-              "tools/python/experiments/gil_storm.py probe")
+              "tools/experiments/gil_storm.py probe")
     return r
 
 
