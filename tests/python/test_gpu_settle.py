@@ -135,7 +135,7 @@ class FidelityTable(unittest.TestCase):
     beside the verdicts; synthetic lines in restore_matters.py's format."""
 
     def test_cells_by_hand(self):
-        sys.path.insert(0, os.path.join(REPO, "tools", "python", "experiments"))
+        sys.path.insert(0, os.path.join(REPO, "tools", "experiments"))
         import json
 
         import restore_matters as rm

@@ -16,7 +16,7 @@ import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.normpath(os.path.join(HERE, "..", ".."))
-sys.path.insert(0, os.path.join(REPO, "tools", "python", "experiments"))
+sys.path.insert(0, os.path.join(REPO, "tools", "experiments"))
 
 import restore_matters as rm  # noqa: E402
 
@@ -182,7 +182,7 @@ class Releases(unittest.TestCase):
 
     def run_py(self, code):
         return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                              cwd=REPO, env=dict(os.environ, PYTHONPATH=os.path.join(REPO, "tools", "python", "experiments")))
+                              cwd=REPO, env=dict(os.environ, PYTHONPATH=os.path.join(REPO, "tools", "experiments")))
 
     def test_release_logic_over_installed_compiler(self):
         for release in ("3.8", "3.9"):
