@@ -38,7 +38,7 @@ inline double TrialContentionFactor(uint32_t ppm, double running) {
 }
 // The contention when the recording has no time-budgeted trials of one kernel and config both
 // alone and with others: measured on the H200 (CPython 3.12, Triton 3.6, the brief's l2norm
-// kernel, 12 configs, cold; tools/scripts/h200-cost3-check.sh, docs/MODEL.md): a thread's
+// kernel, 12 configs, cold; tools/scripts/h200-cost-check.sh --variant 3, docs/MODEL.md): a thread's
 // benchmarks took 1917 ms alone (lock-run), 2137-2230 ms with one other thread tuning at once,
 // 2517-2681 ms (median 2672) with seven others: 2672 / 1917 = 1.39 = 1 + 0.13 x log2(8); the
 // figure predicts 1.13 for two threads, where 1.11-1.16 was recorded.

@@ -1,7 +1,7 @@
 // A fix's cost against the real step on the H200 (issue 18; docs/PERFORMANCE.md "A fix's cost
 // against the real step"): rerace's estimate from a recording, `rerace check --runs 10`'s,
 // within 15% of the median real step measured on the H200 for the same fix, for the rows the
-// table gives as within. The real medians are the logs' (docs/h200-cost*-2026-12-04.log).
+// table gives as within. The real medians are the logs' (docs/gpu-logs/h200-cost*-2026-12-04.log).
 #include <gtest/gtest.h>
 
 #include <cctype>
@@ -87,7 +87,7 @@ TEST_P(CostAgainstTheH200, EstimateWithin15PercentOfTheRealStep) {
 INSTANTIATE_TEST_SUITE_P(
     Rows, CostAgainstTheH200,
     ::testing::Values(
-        // The native step, 8 threads (docs/h200-cost-2026-12-04.log, 8 runs per fix, step 0).
+        // The native step, 8 threads (docs/gpu-logs/h200-cost-2026-12-04.log, 8 runs per fix, step 0).
         Row{"native-none-cost-h200.rrt", "lock-run", "auto", 66.8, "session 1, lock-run"},
         Row{"native-none-cost-h200.rrt", "call-local", "auto", 453.5, "session 1, call-local"},
         Row{"native-none-cost-h200.rrt", "per-thread-tuner", "auto", 470.6, "session 1, per-thread-tuner"},
@@ -99,7 +99,7 @@ INSTANTIATE_TEST_SUITE_P(
         Row{"native-rank0-lock-run-cost-h200.rrt", "lock-run", "auto", 155.2, "session 1, two ranks, rank 0"},
         Row{"native-rank1-lock-run-cost-h200.rrt", "lock-run", "auto", 134.0, "session 1, two ranks, rank 1"},
         Row{"torch-two-streams-h200.rrt", "none", "triton", 27.7, "session 1, two_streams.py"},
-        // The brief's Triton experiment, cold (a fresh process each; docs/h200-cost3-2026-12-04.log,
+        // The brief's Triton experiment, cold (a fresh process each; docs/gpu-logs/h200-cost3-2026-12-04.log,
         // 6 runs per row; the recordings of the same machine start).
         Row{"cost3/triton-none-t8-cost3-h200.rrt.xz", "lock-run", "auto", 2020, "session 3, lock-run 8 threads"},
         Row{"cost3/triton-none-t8-cost3-h200.rrt.xz", "call-local", "auto", 2803, "session 3, tls-state 8 threads"},
@@ -107,12 +107,12 @@ INSTANTIATE_TEST_SUITE_P(
         Row{"cost3/triton-tls-state-t8-cost3-h200.rrt.xz", "call-local", "auto", 2803, "session 3, tls-state 8 threads"},
         Row{"cost3/triton-tls-state-t2-cost3-h200.rrt.xz", "call-local", "auto", 2518, "session 3, tls-state 2 threads"},
         // An older recording of the unpatched experiment against session 2's cold medians
-        // (docs/h200-cost2-2026-12-04.log, 8 fresh processes).
+        // (docs/gpu-logs/h200-cost2-2026-12-04.log, 8 fresh processes).
         Row{"triton-none-h200.rrt", "lock-run", "auto", 1948, "session 2, cold lock-run"},
         Row{"triton-none-h200.rrt", "call-local", "auto", 2614, "session 2, cold tls-state"}),
     RowName);
 
-// Session 6 (docs/h200-cost6-2026-12-04.log): the recorder with one CUPTI activity buffer, zeroed
+// Session 6 (docs/gpu-logs/h200-cost6-2026-12-04.log): the recorder with one CUPTI activity buffer, zeroed
 // by the recorder; each recording against the median of the unrecorded runs of its machine start
 // (16 per native fix, 12 for call-local and lock-run, 8 per Triton variant). The third lock-run
 // recording has a worker's 23.5 ms wait for the global lock before its acquire mark (87.4 ms,
@@ -142,9 +142,9 @@ INSTANTIATE_TEST_SUITE_P(
 
 // The model against what it was given: the estimate from a recording of the fix itself within
 // 10% of the step that recording took (the step rerace-train-step printed under `rerace
-// record`). Session 4's recordings (docs/h200-cost4-2026-12-04.log) ran 6-36% slower than the
+// record`). Session 4's recordings (docs/gpu-logs/h200-cost4-2026-12-04.log) ran 6-36% slower than the
 // unrecorded runs of their machine start (a CUPTI buffer per thread, docs/RECORDER.md), session
-// 6's 2-12% (docs/h200-cost6-2026-12-04.log); what is asserted here is that the cost model
+// 6's 2-12% (docs/gpu-logs/h200-cost6-2026-12-04.log); what is asserted here is that the cost model
 // reproduces the recorded step, which the recorder's overhead does not excuse.
 class CostAgainstItsRecording : public ::testing::TestWithParam<Row> {};
 

@@ -138,7 +138,7 @@ TEST(NativeTraces, CheckGivesTheVerdictsTheRealRunsGave) {
   }
 }
 
-// The H200's real step (tools/scripts/h200-cost-check.sh, docs/h200-cost-2026-12-04.log: median
+// The H200's real step (tools/scripts/h200-cost-check.sh, docs/gpu-logs/h200-cost-2026-12-04.log: median
 // of 8 runs of rerace-train-step --threads 8 --steps 1 --fix F): lock-run 66.8 ms, call-local
 // 453.5 ms. Serialized tuning (one pass, seven cache hits) is the cheaper, from the unpatched
 // recording and from each fix's own; from its own recording lock-run's estimate is within 15 %

@@ -1,7 +1,7 @@
 // tools/scripts/cupti_activity_overhead.cc: the host time of a timed trial (event record, launch,
 // event record, then wait) with CUPTI's kernel activity off and on, on 1 and N threads at once; the
 // measurement behind the recorder's one activity buffer per process (docs/RECORDER.md, "What
-// recording costs"; docs/h200-recorder-buffers-2026-12-04.log). Standalone, not built by CMake:
+// recording costs"; docs/gpu-logs/h200-recorder-buffers-2026-12-04.log). Standalone, not built by CMake:
 //   g++ -O2 -std=c++20 tools/scripts/cupti_activity_overhead.cc -I/usr/local/cuda/include \
 //     -L/usr/local/cuda/lib64/stubs -L/usr/local/cuda/extras/CUPTI/lib64 -L/usr/local/cuda/lib64 \
 //     -lcuda -lcupti -lpthread -o cupti_activity_overhead

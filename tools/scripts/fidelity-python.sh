@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The real-code engine's verdicts on the H200 recordings of the brief's experiment, beside
-# what the H200 did (docs/h200-patched-2026-12-03.log): one row per variant, GIL mode with the
+# what the H200 did (docs/gpu-logs/h200-patched-2026-12-03.log): one row per variant, GIL mode with the
 # recording's interpreter version (CPython 3.12) and free-threaded, and the C++ model's.
 # Each engine check: bounded search at bound 1 (MAX_RUNS runs), then MAX_RUNS sampled schedules.
 # Usage: tools/scripts/fidelity-python.sh [RERACE] [PYTHON] [MAX_RUNS]
