@@ -9,8 +9,6 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <filesystem>
-#include <map>
 
 namespace rerace::tools {
 
@@ -26,18 +24,6 @@ int FinishStdout(int code) {
 
 Result<void> WriteFileAtomically(const std::string& path, const std::string& text) {
   return WriteOutput(path, text);
-}
-
-std::vector<std::string> UniqueStems(const std::vector<std::string>& paths) {
-  std::vector<std::string> stems;
-  std::map<std::string, int> uses;
-  for (const std::string& p : paths) {
-    stems.push_back(std::filesystem::path(p).stem().string());
-    ++uses[stems.back()];
-  }
-  for (size_t i = 0; i < stems.size(); ++i)
-    if (uses[stems[i]] > 1) stems[i] += fmt::format(".{}", i + 1);
-  return stems;
 }
 
 }  // namespace rerace::tools

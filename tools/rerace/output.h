@@ -23,8 +23,4 @@ int FinishStdout(int code);
 // device, a FIFO, a symlink's target) in place. The error (exit 74) names `path`.
 Result<void> WriteFileAtomically(const std::string& path, const std::string& text);
 
-// File-name stems for the traces of one command, one per trace and all different: a/x.rrt and
-// b/x.rrt are "x.1" and "x.2" (their positions), a trace whose stem is unique keeps it ("x").
-std::vector<std::string> UniqueStems(const std::vector<std::string>& paths);
-
 }  // namespace rerace::tools

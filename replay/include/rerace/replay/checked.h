@@ -1,4 +1,4 @@
-// tools/rerace/checked.h: what a command checked, named the same way in every line a user reads
+// replay/include/rerace/replay/checked.h: what a command checked, named the same way in every line a user reads
 // (issue 28): the fix, and the patch files by name and content hash, so that two patches (or
 // two versions of one) are never reported, listed or saved under one name.
 //
@@ -10,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-namespace rerace::tools {
+namespace rerace::replay {
 
 // The SHA-256 of `data`, as 64 lower-case hex digits (FIPS 180-4).
 std::string Sha256Hex(std::string_view data);
@@ -40,4 +40,4 @@ std::string CheckedWords(const std::string& fix, const std::vector<PatchId>& pat
 // descriptions never share a name.
 std::string CheckedFileTag(const std::string& fix, const std::vector<PatchId>& patches);
 
-}  // namespace rerace::tools
+}  // namespace rerace::replay

@@ -1,4 +1,5 @@
-#include "checked.h"
+// replay/src/checked.cc: patch labels and file tags (see rerace/replay/checked.h).
+#include "rerace/replay/checked.h"
 
 #include <fmt/format.h>
 
@@ -7,7 +8,7 @@
 #include <fstream>
 #include <sstream>
 
-namespace rerace::tools {
+namespace rerace::replay {
 
 namespace {
 
@@ -125,4 +126,4 @@ std::string CheckedFileTag(const std::string& fix, const std::vector<PatchId>& p
   return out;
 }
 
-}  // namespace rerace::tools
+}  // namespace rerace::replay
