@@ -498,6 +498,14 @@ TEST(ReportExit, CommandLineUsesOnlyNamedExitCodes) {
     std::smatch m;
     EXPECT_FALSE(std::regex_search(text, m, magic)) << e.path() << ": " << m.str();
   }
+  // The commands' policy and reports, in the replay component (rerace/replay/command.h).
+  for (const char* f : {"command.cc", "engine_choice.cc", "replay_command.cc", "fuzz_command.cc",
+                        "check_command.cc", "shard.cc", "fuzz_report.cc"}) {
+    const std::string text = Slurp(Source(std::string("replay/src/") + f));
+    ASSERT_FALSE(text.empty()) << f;
+    std::smatch m;
+    EXPECT_FALSE(std::regex_search(text, m, magic)) << f << ": " << m.str();
+  }
 }
 
 }  // namespace

@@ -54,7 +54,13 @@ struct CommandOptions {
   std::string model = "auto";
   uint32_t reps = 1;
   uint64_t max_steps = kDefaultMaxSteps;
-  sim::StrategySpec strategy;
+  // --strategy and --pct-depth, with the command line's defaults (random; PCT depth 2).
+  sim::StrategySpec strategy = [] {
+    sim::StrategySpec s;
+    s.name = "random";
+    s.pct_depth = 2;
+    return s;
+  }();
   bool json = false;
   std::string engine = "model";  // model, python or auto
   std::vector<std::string> patches;
