@@ -49,7 +49,7 @@ Result<void> SaveCounterexample(const CheckCommand& a, const Verdict& v, std::op
 
 }  // namespace
 
-CommandOutput RunCheckCommand(const CheckCommand& command) {
+CheckOutput RunCheckCommand(const CheckCommand& command) {
   std::string out;
   CheckCommand a = command;
   if (auto e = ResolveEngine(a.trace, a.options, false); !e) return Fail(out, e.error());
@@ -116,6 +116,13 @@ CommandOutput RunCheckCommand(const CheckCommand& command) {
   auto ms = [](Nanos n) { return static_cast<double>(n) / 1e6; };
   if (!a.options.patches.empty()) v.cost.fix = CheckedLabel(a.options);  // the cost names what the verdict does
   if (auto s = SaveCounterexample(a, v, seed); !s) return Fail(out, s.error());
+  auto finish = [&](int exit_code) {
+    CheckOutput done = Done(out, exit_code);
+    done.verdict = !v.holds ? "fails" : inconclusive ? "inconclusive" : "holds";
+    done.explored = v.explored;
+    if (v.counterexample) done.counterexample = v.counterexample->run.schedule.Encode();
+    return done;
+  };
   if (a.options.json) {
     out += Sprintf("{\"trace\":\"%s\",\"fix\":\"%s\",%s\"failure\":\"%s\",\"verdict\":\"%s\",\"explored\":%llu,"
                 "\"search\":{\"method\":\"%s\",\"bound\":%u,\"runs\":%llu,\"max_runs\":%llu,"
@@ -137,7 +144,7 @@ CommandOutput RunCheckCommand(const CheckCommand& command) {
                 v.counterexample ? FormatJson(*v.counterexample, l->program).c_str() : "null",
                 a.options.races ? (",\"races\":" + RacesJson(v.races)).c_str() : "",
                 assumed.empty() ? "" : (",\"assumed\":\"" + JsonEscape(assumed) + "\"").c_str());
-    return Done(out, v.holds ? holds_exit : kExitFound);
+    return finish(v.holds ? holds_exit : kExitFound);
   }
   if (!v.holds) {
     std::string hint;
@@ -228,7 +235,7 @@ CommandOutput RunCheckCommand(const CheckCommand& command) {
     out += Sprintf("warning: duplicate-tuning under this fix: %s key %s tuned by %u threads (%.3f ms "
                 "of GPU time wasted)\n",
                 d.kernel.c_str(), d.key.c_str(), d.threads, ms(d.wasted_gpu_ns));
-  return Done(out, v.holds ? holds_exit : kExitFound);
+  return finish(v.holds ? holds_exit : kExitFound);
 }
 
 }  // namespace rerace::replay

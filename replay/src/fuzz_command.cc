@@ -42,7 +42,7 @@ std::string Indented(const std::string& text, const std::string& indent) {
 
 }  // namespace
 
-CommandOutput RunFuzzCommand(const FuzzCommand& command) {
+FuzzOutput RunFuzzCommand(const FuzzCommand& command) {
   std::string out;
   FuzzCommand a = command;
   if (!a.traces.empty())
@@ -200,7 +200,9 @@ CommandOutput RunFuzzCommand(const FuzzCommand& command) {
   if (a.options.json) out += Sprintf("%s\n", FuzzJson(all, shard_text).c_str());
   if (!a.junit.empty())
     if (auto w = WriteOutput(a.junit, FuzzJunit(all)); !w) return Fail(out, w.error());
-  return Done(out, any ? kExitFound : kExitOk);
+  FuzzOutput done = Done(out, any ? kExitFound : kExitOk);
+  done.traces = std::move(all);
+  return done;
 }
 
 }  // namespace rerace::replay

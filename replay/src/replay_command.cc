@@ -42,7 +42,7 @@ Result<std::unique_ptr<sim::Strategy>> StrategyFor(const sim::StrategySpec& spec
 
 }  // namespace
 
-CommandOutput RunReplayCommand(const ReplayCommand& a) {
+ReplayOutput RunReplayCommand(const ReplayCommand& a) {
   std::string out;
   if (a.schedule_given && a.schedule.empty())
     return Fail(out, Error{"--schedule: '' names no file and no schedule", kExitUsage});
@@ -167,7 +167,10 @@ CommandOutput RunReplayCommand(const ReplayCommand& a) {
     if (c.races) out += FormatRaces(r.races, r.findings);
     if (compared) out += replay::FormatRecordedComparison(*compared);
   }
-  return Done(out, r.failed() ? kExitFound : kExitOk);
+  ReplayOutput done = Done(out, r.failed() ? kExitFound : kExitOk);
+  done.findings = r.findings;
+  done.schedule = r.run.schedule.Encode();
+  return done;
 }
 
 }  // namespace rerace::replay

@@ -27,11 +27,14 @@ TEST(Command, CheckHoldsForLockRunAndSaysSo) {
   c.trace = SamplePath("triton-none-h200.rrt");
   c.runs = 50;
   c.runs_given = true;
-  const CommandOutput r = RunCheckCommand(c);
+  const CheckOutput r = RunCheckCommand(c);
   ASSERT_FALSE(r.error.has_value()) << r.error->message;
   EXPECT_EQ(r.exit_code, kExitOk);
   EXPECT_TRUE(Has(r.out, "verdict: fix 'lock-run' holds for every interleaving")) << r.out;
   EXPECT_TRUE(Has(r.out, "\ncost: with lock-run the step takes")) << r.out;
+  EXPECT_EQ(r.verdict, "holds");
+  EXPECT_GT(r.explored, 50u);
+  EXPECT_EQ(r.counterexample, "");
 }
 
 TEST(Command, FuzzListsFailuresByHarmAndRendersJson) {
@@ -41,13 +44,18 @@ TEST(Command, FuzzListsFailuresByHarmAndRendersJson) {
   f.jobs = 1;
   std::string notes;
   f.options.notes = [&](const std::string& n) { notes += n; };
-  const CommandOutput text = RunFuzzCommand(f);
+  const FuzzOutput text = RunFuzzCommand(f);
   ASSERT_FALSE(text.error.has_value()) << text.error->message;
   EXPECT_EQ(text.exit_code, kExitFound);
   EXPECT_TRUE(Has(text.out, "30 runs, 30 failing")) << text.out;
   EXPECT_TRUE(Has(text.out, "  [1] wrong-restore at ")) << text.out;  // silent corruption first
+  ASSERT_EQ(text.traces.size(), 1u);
+  EXPECT_EQ(text.traces[0].failing, 30u);
+  ASSERT_FALSE(text.traces[0].failures.empty());
+  EXPECT_EQ(text.traces[0].failures[0].signature.rfind("wrong-restore at ", 0), 0u);
   f.options.json = true;
-  const CommandOutput json = RunFuzzCommand(f);
+  const FuzzOutput json = RunFuzzCommand(f);
+  EXPECT_EQ(json.out, FuzzJson(json.traces, "") + "\n");
   EXPECT_EQ(json.out.rfind("{\"rerace_fuzz\":1,\"shard\":\"\",\"traces\":[", 0), 0u) << json.out;
   EXPECT_EQ(notes, "");
 }
@@ -70,7 +78,7 @@ TEST(Command, ReplayErrorsComeBackWithTheirExitCode) {
     r.options.fix = k.fix;
     r.schedule = k.schedule;
     r.schedule_given = !k.schedule.empty();
-    const CommandOutput o = RunReplayCommand(r);
+    const ReplayOutput o = RunReplayCommand(r);
     ASSERT_TRUE(o.error.has_value());
     EXPECT_EQ(o.exit_code, k.exit) << o.error->message;
     EXPECT_EQ(o.error->exit_code, k.exit);
@@ -115,9 +123,10 @@ TEST(Shard, ParsesKOfNAndRefusesTheRest) {
 }
 
 TEST(Report, FailuresRankByHarmThenSignature) {
-  FuzzFailure crash{.signature = "in-param-not-in-cache at a.py:1"};
-  FuzzFailure silent{.signature = "wrong-restore at a.py:9"};
-  FuzzFailure silent2{.signature = "wrong-restore at a.py:10"};
+  FuzzFailure crash, silent, silent2;
+  crash.signature = "in-param-not-in-cache at a.py:1";
+  silent.signature = "wrong-restore at a.py:9";
+  silent2.signature = "wrong-restore at a.py:10";
   EXPECT_TRUE(FailureBefore(silent, crash));
   EXPECT_TRUE(FailureBefore(silent2, silent));
   EXPECT_FALSE(FailureBefore(crash, silent));

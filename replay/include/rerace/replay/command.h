@@ -12,7 +12,7 @@
 //   CommandOptions o;             // --fix, --model, --engine, ...: CommandOptions' defaults
 //   o.fix = "lock-run";
 //   CheckCommand c{.options = o, .trace = "traces/samples/triton-none-h200.rrt"};
-//   CommandOutput r = RunCheckCommand(c);
+//   CheckOutput r = RunCheckCommand(c);       // r.verdict: "holds"
 //   std::fputs(r.out.c_str(), stdout);     // "verdict: fix 'lock-run' holds for ..."
 //
 // The policy lives here: which search a check runs and with which bounds (check.h's PlanCheck),
@@ -35,6 +35,7 @@
 #include "rerace/replay/check.h"
 #include "rerace/replay/program.h"
 #include "rerace/replay/replay.h"
+#include "rerace/replay/report.h"
 #include "rerace/sim/strategy.h"
 
 namespace rerace::replay {
@@ -82,6 +83,26 @@ struct CommandOutput {
   std::optional<Error> error;  // set: printed after `out` as "rerace: error: ..."
 };
 
+// Each command's result as data too (empty when it ended in an error).
+struct ReplayOutput : CommandOutput {
+  ReplayOutput() = default;
+  ReplayOutput(CommandOutput o) : CommandOutput(std::move(o)) {}  // NOLINT: from Fail/Done
+  std::vector<Finding> findings;  // in the report's order (--failure's kind first)
+  std::string schedule;           // the run's schedule, encoded ("rs1:...")
+};
+struct FuzzOutput : CommandOutput {
+  FuzzOutput() = default;
+  FuzzOutput(CommandOutput o) : CommandOutput(std::move(o)) {}  // NOLINT: from Fail/Done
+  std::vector<FuzzTrace> traces;  // one per trace, failures listed by harm
+};
+struct CheckOutput : CommandOutput {
+  CheckOutput() = default;
+  CheckOutput(CommandOutput o) : CommandOutput(std::move(o)) {}  // NOLINT: from Fail/Done
+  std::string verdict;            // "holds", "fails" or "inconclusive"
+  uint64_t explored = 0;          // schedules run
+  std::string counterexample;     // with "fails": its (shrunk) schedule, encoded
+};
+
 // ---- the commands ----
 
 struct ReplayCommand {
@@ -94,7 +115,7 @@ struct ReplayCommand {
   std::string save;      // --save-schedule
   std::string perfetto;  // --perfetto
 };
-CommandOutput RunReplayCommand(const ReplayCommand& command);
+ReplayOutput RunReplayCommand(const ReplayCommand& command);
 
 struct FuzzCommand {
   CommandOptions options;
@@ -110,7 +131,7 @@ struct FuzzCommand {
   std::function<void(const std::string& trace, const CampaignProgress&)> progress;
   std::function<void()> progress_done;  // after each trace's campaign, when `progress` is set
 };
-CommandOutput RunFuzzCommand(const FuzzCommand& command);
+FuzzOutput RunFuzzCommand(const FuzzCommand& command);
 
 struct CheckCommand {
   CommandOptions options;
@@ -129,7 +150,7 @@ struct CheckCommand {
   std::function<void(uint64_t runs, const char* phase, const CheckPlan& plan)> progress;
   std::function<void()> progress_done;
 };
-CommandOutput RunCheckCommand(const CheckCommand& command);
+CheckOutput RunCheckCommand(const CheckCommand& command);
 
 // ---- the parts the commands share ----
 
