@@ -22,6 +22,7 @@ namespace rerace::replay {
 
 using detail::Done;
 using detail::Fail;
+using detail::Flush;
 using detail::Sprintf;
 
 namespace {
@@ -60,6 +61,7 @@ CheckOutput RunCheckCommand(const CheckCommand& command) {
     return Fail(out, same.error());
   auto l = LoadTrace(a.trace, a.options, out, !a.allow_truncated);
   if (!l) return Fail(out, l.error());
+  Flush(out, a.options);
   if (l->options.engine == "python") {
     Replayer probe(l->program, l->options);
     if (auto e = StartEngine(probe, a.options.notes); !e) return Fail(out, e.error());

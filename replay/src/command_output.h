@@ -18,6 +18,13 @@ inline CommandOutput Fail(std::string& out, Error error) {
   return o;
 }
 
+// Sends the report so far to options.report, when set.
+inline void Flush(std::string& out, const CommandOptions& options) {
+  if (!options.report || out.empty()) return;
+  options.report(out);
+  out.clear();
+}
+
 inline CommandOutput Done(std::string& out, int exit_code) {
   CommandOutput o;
   o.out = std::move(out);

@@ -23,6 +23,7 @@ namespace rerace::replay {
 
 using detail::Done;
 using detail::Fail;
+using detail::Flush;
 using detail::Sprintf;
 
 namespace {
@@ -67,6 +68,7 @@ FuzzOutput RunFuzzCommand(const FuzzCommand& command) {
     const std::string& stem = stems[static_cast<size_t>(&path - a.traces.data())];
     auto l = LoadTrace(path, a.options, out);
     if (!l) return Fail(out, l.error());
+    Flush(out, a.options);
     Replayer rep(l->program, l->options);
     if (auto e = StartEngine(rep, a.options.notes); !e) return Fail(out, e.error());
     FuzzTrace ft;
@@ -195,6 +197,7 @@ FuzzOutput RunFuzzCommand(const FuzzCommand& command) {
     }
     if (a.options.races && !a.options.json) out += FormatRaces(races, campaign_findings);
     all.push_back(std::move(ft));
+    Flush(out, a.options);
   }
   const std::string shard_text = a.shard.empty() ? "" : fmt::format("{}/{}", shard->index, shard->count);
   if (a.options.json) out += Sprintf("%s\n", FuzzJson(all, shard_text).c_str());

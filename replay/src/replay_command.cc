@@ -21,6 +21,7 @@ namespace rerace::replay {
 
 using detail::Done;
 using detail::Fail;
+using detail::Flush;
 using detail::Sprintf;
 
 namespace {
@@ -70,6 +71,7 @@ ReplayOutput RunReplayCommand(const ReplayCommand& a) {
                              kExitUsage});
   auto l = LoadTrace(a.trace, c, out);
   if (!l) return Fail(out, l.error());
+  Flush(out, c);
   Replayer rep(l->program, l->options);
   if (auto e = StartEngine(rep, c.notes); !e) return Fail(out, e.error());
   if (!a.schedule.empty() && !inline_schedule) {

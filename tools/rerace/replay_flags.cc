@@ -129,6 +129,7 @@ replay::CommandOptions ParsedOptions(const CommonFlags& f) {
   o.watchdog_seconds = watchdog ? *watchdog : 60;
   o.colour = UseColour();
   o.notes = [](const std::string& text) { std::fputs(text.c_str(), stderr); };
+  o.report = [](const std::string& text) { std::fputs(text.c_str(), stdout); };
   return o;
 }
 

@@ -13,7 +13,7 @@
 //   o.fix = "lock-run";
 //   CheckCommand c{.options = o, .trace = "traces/samples/triton-none-h200.rrt"};
 //   CheckOutput r = RunCheckCommand(c);       // r.verdict: "holds"
-//   std::fputs(r.out.c_str(), stdout);     // "verdict: fix 'lock-run' holds for ..."
+//   std::fputs(r.out.c_str(), stdout);  // "verdict: fix 'lock-run' holds for ..."
 //
 // The policy lives here: which search a check runs and with which bounds (check.h's PlanCheck),
 // how a failure is ranked and listed (report.h), how shards split and merge the seeds
@@ -75,6 +75,10 @@ struct CommandOptions {
   bool fix_given = false, model_given = false, reps_given = false, max_steps_given = false;
   bool python_exe_given = false;
   Notes notes = [](const std::string&) {};
+  // Set: the report goes here in parts as they are ready (after the trace is read; fuzz: after
+  // each trace), as a terminal shows it, and CommandOutput::out holds only the rest. Unset: all
+  // of it is in CommandOutput::out.
+  Notes report;
 };
 
 struct CommandOutput {
