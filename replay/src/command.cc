@@ -23,7 +23,6 @@ namespace rerace::replay {
 
 using detail::Sprintf;
 
-
 // A truncated trace is said on the first line of what a command prints (on stderr under
 // --json): what follows covers only the events recorded before the cut. `check` refuses one
 // unless told otherwise (`refuse_truncated`).
