@@ -90,6 +90,11 @@ class PythonProcess {
   std::string info_;
 };
 
+// `text` kept for the rest of the process, one copy per distinct text: a label of the real
+// code's points (sim::SchedulingPoint keeps labels by pointer, and races, reports and a
+// campaign's merge outlive the run that made them). Safe to call from any thread (fuzz --jobs).
+const char* InternedLabel(const std::string& text);
+
 // One line naming the interpreter, mode, Triton and patches of an engine's ready report.
 std::string EngineSummaryOf(const std::string& info_json);
 
@@ -121,6 +126,8 @@ class PythonWorld {
 
  private:
   void Go(uint32_t t, int value = 0);
+  // `text` as a label that lives as long as the process (InternedLabel): the results keep
+  // labels by pointer after the run (the races, a campaign's merged races).
   const char* Label(const std::string& text);
   uint32_t Object(const std::string& name);
   sim::Mutex& MutexNamed(const std::string& name);
@@ -136,7 +143,7 @@ class PythonWorld {
   const Program& p_;
   PythonProcess& py_;
   EngineSteps& steps_;
-  std::map<std::string, std::unique_ptr<std::string>> labels_;  // stable storage for labels
+  std::map<std::string, const char*> labels_;  // this run's labels, interned
   std::map<std::string, uint32_t> objects_;
   std::map<std::string, std::unique_ptr<sim::Mutex>> mutexes_;
   std::map<std::string, std::unique_ptr<sim::CondVar>> conds_;
