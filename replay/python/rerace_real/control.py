@@ -414,17 +414,26 @@ class Tracer:
             ops = self.opnames[code] = opnames_of(code)
         return ops
 
+    # NB: the hooks run for every call and C call of the run (thousands per run): the cached
+    # answers of is_ours, current and _is_watched are looked up inline, without a call.
     def global_trace(self, frame, event, arg):
         code = frame.f_code
-        if is_ours(code.co_filename):
+        filename = code.co_filename
+        ours = _ours_cache.get(filename)
+        if ours is None:
+            ours = is_ours(filename)
+        if ours:
             return None
-        ts = current()
+        ts = getattr(_local, "ts", None)
         if ts is None or ts.quiet:
             return None
         ts.pending_call = None
         if self.rules.at_entry(code):
             ts.opportunity = True
-        if self._is_watched(code.co_filename):
+        watched = self._watch_cache.get(filename)
+        if watched is None:
+            watched = self._is_watched(filename)
+        if watched:
             frame.f_trace = self.local_trace
             frame.f_trace_lines = False
             if ts.opportunity:
@@ -441,7 +450,7 @@ class Tracer:
     def local_trace(self, frame, event, arg):
         if event != "opcode":
             return self.local_trace
-        ts = current()
+        ts = getattr(_local, "ts", None)
         if ts is None or ts.quiet:
             return self.local_trace
         if not ts.opportunity:
@@ -471,7 +480,10 @@ class Tracer:
         if event != "c_return" and event != "c_exception":
             return
         code = frame.f_code
-        if is_ours(code.co_filename):
+        ours = _ours_cache.get(code.co_filename)
+        if ours is None:
+            ours = is_ours(code.co_filename)
+        if ours:
             return
         k = (code, frame.f_lasti, "c")
         n = self.counts.get(k, 0) + 1
