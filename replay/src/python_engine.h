@@ -13,7 +13,14 @@
 // on the real code as they do on the C++ models.
 //
 // Process layout: one `PythonProcess` per Replayer (Python, Triton and the patches are loaded
-// once); it forks a child per run, so every run starts from the same pristine state.
+// once); it forks a child per run, so every run starts from the same pristine state. `fuzz
+// --jobs N` has N Replayers, so N processes (replay/campaign.h).
+//
+// Protocol cost (issue 26): every scheduling point is a round trip ("g" out, the thread's next
+// message back). The Python side writes the messages that get no reply (m, v, f, r) together
+// with the next one that does, in one write (rerace_real/control.py); Read() takes whatever
+// arrived in one read and hands the lines out in order, so nothing here depends on how they
+// were batched.
 //
 // Errors: a Python process that cannot start, import Triton or a patch, or build a tuner fails
 // `PythonProcess::Start` with a one-line message: 78 when --python-exe is not a Python that
