@@ -6,7 +6,9 @@
 # BASE_ENGINE_DIR: the folder holding the base's rerace_real (a copy of its replay/python; given
 # to it as RERACE_PYTHONPATH). Paths of that folder are spelled as this tree's in the output.
 # Race labels are compared as "L": before 2026-12-05 they were freed memory in the engine's
-# JSON (PythonWorld's labels outlived by the races).
+# JSON (PythonWorld's labels outlived by the races). Against such a base, `fuzz --races --json`
+# differs (its merge compares labels by pointer, so the base lists a race again for every run
+# that has it; a build with interned labels lists it once): the one expected difference.
 set -uo pipefail
 base=${1:?base rerace}
 base_dir=${2:?base engine dir}
