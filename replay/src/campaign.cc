@@ -6,10 +6,12 @@
 
 #include <algorithm>
 #include <atomic>
+#include <barrier>
 #include <chrono>
 #include <exception>
 #include <map>
 #include <memory>
+#include <optional>
 #include <thread>
 #include <utility>
 
@@ -43,7 +45,8 @@ struct Rank {
 
 struct Kept {
   Rank rank;
-  CampaignFailure failure;
+  CampaignFailure failure;  // its `shrunk` is made after the merge, for the failures kept there
+  ReplayResult run;         // the seed's run, shrunk towards `failure.finding` after the merge
 };
 
 // The races and findings of consecutive runs, merged in run order at the end.
@@ -100,8 +103,10 @@ void Fail(Shared& s, Worker& w, uint64_t run, uint64_t seed, Error e) {
 }
 
 // One run: counts it, and keeps each of its distinct failures that ranks before what this
-// worker kept for that signature (shrunk now, as one job shrinks when it keeps).
-void Record(Shared& s, Worker& w, Chunk& chunk, Replayer& rep, uint64_t run, uint64_t seed,
+// worker kept for that signature, with the run (shrunk once the workers' failures are merged:
+// ShrinkTo is deterministic given the seed's run, so it does not matter which job shrinks it,
+// and a failure that a better seed replaces later is never shrunk).
+void Record(Shared& s, Worker& w, Chunk& chunk, uint64_t run, uint64_t seed,
             const ReplayResult& r) {
   const CampaignOptions& o = *s.o;
   if (o.races) {
@@ -126,7 +131,7 @@ void Record(Shared& s, Worker& w, Chunk& chunk, Replayer& rep, uint64_t run, uin
     k.failure.seed = seed;
     k.failure.first = rank.first;
     k.failure.finding = f;
-    k.failure.shrunk = ShrinkTo(rep, r, f);
+    k.run = r;
     if (it == w.kept.end()) {
       w.kept.emplace(std::move(sig), std::move(k));
       uint64_t d = s.distinct.load();
@@ -169,7 +174,7 @@ void Work(Shared& s, Worker& w, Replayer& rep, const std::function<void()>& tick
         Fail(s, w, i, seed, *e);
         break;
       }
-      Record(s, w, chunk, rep, i, seed, r);
+      Record(s, w, chunk, i, seed, r);
       if (tick) tick();
     }
     w.chunks.push_back(std::move(chunk));
@@ -188,25 +193,92 @@ Result<CampaignResult> RunCampaign(Replayer& replayer, const CampaignOptions& o,
   // its first run; the measure does not depend on when).
   if (name == "pct" || name == "surw" || name == "portfolio") s.shape = MeasureShape(replayer);
   if (auto check = StrategyFor(s, o.first_seed + o.offset); !check) return check.error();
-  const bool python = replayer.options().engine == "python";
-  unsigned jobs = python ? 1u : std::max(1u, o.jobs);
-  if (o.seconds <= 0) jobs = static_cast<unsigned>(std::min<uint64_t>(jobs, o.runs));
+  unsigned jobs = std::max(1u, o.jobs);
+  if (o.seconds <= 0) jobs = static_cast<unsigned>(std::clamp<uint64_t>(o.runs, 1, jobs));
   // Chunks small enough to share the runs out evenly, large enough that claiming one costs
   // nothing next to its runs. The results do not depend on the size.
   s.chunk_runs = o.seconds > 0 ? 16 : std::clamp<uint64_t>(o.runs / (uint64_t{jobs} * 8), 1, 64);
 
   std::vector<Worker> workers(jobs);
   std::vector<std::exception_ptr> thrown(jobs);
+  std::vector<std::optional<Error>> not_started(jobs);
+  CampaignResult out;
+  std::map<std::string, Kept> kept;
+  // The workers' failures merged (below), then shrunk: each kept failure by one job, claimed
+  // in turn, on that job's Replayer (its engine).
+  std::vector<Kept*> to_shrink;
+  std::atomic<size_t> next_shrink{0};
+  auto shrink = [&](Replayer& rep) {
+    for (size_t i = next_shrink.fetch_add(1); i < to_shrink.size(); i = next_shrink.fetch_add(1)) {
+      Kept& k = *to_shrink[i];
+      k.failure.shrunk = ShrinkTo(rep, k.run, k.failure.finding);
+    }
+  };
+  auto merge = [&]() noexcept {
+    bool failed = false;
+    for (unsigned j = 0; j < jobs; ++j) failed |= thrown[j] != nullptr || not_started[j].has_value();
+    if (failed) return;  // the campaign's result is that error: nothing to shrink
+    try {
+      uint64_t error_run = kNoRun;
+      std::vector<Chunk> chunks;
+      for (Worker& w : workers) {
+        out.runs += w.runs;
+        out.failing += w.failing;
+        if (w.error && w.error_run < error_run) {
+          error_run = w.error_run;
+          out.error = w.error;
+          out.error_seed = w.error_seed;
+        }
+        for (auto& [sig, k] : w.kept) {
+          auto it = kept.find(sig);
+          if (it == kept.end())
+            kept.emplace(sig, std::move(k));
+          else if (k.rank < it->second.rank)
+            it->second = std::move(k);
+        }
+        for (Chunk& c : w.chunks) chunks.push_back(std::move(c));
+      }
+      std::sort(chunks.begin(), chunks.end(),
+                [](const Chunk& a, const Chunk& b) { return a.index < b.index; });
+      for (const Chunk& c : chunks) {
+        MergeRaces(out.races, c.races);
+        out.findings.insert(out.findings.end(), c.findings.begin(), c.findings.end());
+      }
+      for (auto& [sig, k] : kept) to_shrink.push_back(&k);
+    } catch (...) {
+      thrown[0] = std::current_exception();
+    }
+  };
+  // Every job arrives here after its runs, whatever happened to it; the merge runs once, before
+  // any is let on to shrink.
+  std::barrier merged(static_cast<std::ptrdiff_t>(jobs), merge);
   std::vector<std::thread> threads;
   threads.reserve(jobs - 1);
   for (unsigned j = 1; j < jobs; ++j)
     threads.emplace_back([&, j] {
+      // Its own Replayer, and so its own engine (python: a Python process of its own, started
+      // from this thread, which must outlive it: python_engine.h), so that the jobs' runs
+      // never share one.
+      std::optional<Replayer> own;
       try {
-        Replayer own(replayer.program(), replayer.options());
-        Work(s, workers[j], own, {});
+        own.emplace(replayer.program(), replayer.options());
+        if (auto started = own->StartEngine(); !started) {
+          not_started[j] = started.error();
+          LowerStop(s, 0);
+        } else {
+          Work(s, workers[j], *own, {});
+        }
       } catch (...) {
         thrown[j] = std::current_exception();
         LowerStop(s, 0);  // stop the others: this campaign cannot give one job's report
+      }
+      merged.arrive_and_wait();
+      if (!own || not_started[j]) return;
+      try {
+        shrink(*own);
+      } catch (...) {
+        thrown[j] = std::current_exception();
+        next_shrink.store(to_shrink.size());
       }
     });
   auto last = std::chrono::steady_clock::now();
@@ -224,37 +296,19 @@ Result<CampaignResult> RunCampaign(Replayer& replayer, const CampaignOptions& o,
     thrown[0] = std::current_exception();
     LowerStop(s, 0);
   }
+  merged.arrive_and_wait();
+  try {
+    shrink(replayer);
+  } catch (...) {
+    thrown[0] = std::current_exception();
+    next_shrink.store(to_shrink.size());
+  }
   for (std::thread& t : threads) t.join();
   for (const std::exception_ptr& e : thrown)
     if (e) std::rethrow_exception(e);
+  for (const std::optional<Error>& e : not_started)
+    if (e) return *e;
 
-  CampaignResult out;
-  uint64_t error_run = kNoRun;
-  std::map<std::string, Kept> kept;
-  std::vector<Chunk> chunks;
-  for (Worker& w : workers) {
-    out.runs += w.runs;
-    out.failing += w.failing;
-    if (w.error && w.error_run < error_run) {
-      error_run = w.error_run;
-      out.error = w.error;
-      out.error_seed = w.error_seed;
-    }
-    for (auto& [sig, k] : w.kept) {
-      auto it = kept.find(sig);
-      if (it == kept.end())
-        kept.emplace(sig, std::move(k));
-      else if (k.rank < it->second.rank)
-        it->second = std::move(k);
-    }
-    for (Chunk& c : w.chunks) chunks.push_back(std::move(c));
-  }
-  std::sort(chunks.begin(), chunks.end(),
-            [](const Chunk& a, const Chunk& b) { return a.index < b.index; });
-  for (const Chunk& c : chunks) {
-    MergeRaces(out.races, c.races);
-    out.findings.insert(out.findings.end(), c.findings.begin(), c.findings.end());
-  }
   for (auto& [sig, k] : kept) out.failures.push_back(std::move(k.failure));
   return out;
 }

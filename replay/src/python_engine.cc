@@ -9,6 +9,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
+#include <mutex>
+#include <set>
 #include <nlohmann/json.hpp>
 
 #include "rerace/base/result.h"
@@ -37,10 +39,18 @@ PythonWorld::PythonWorld(sim::Scheduler& s, const Program& p, PythonProcess& py,
   py_.Send("run");
 }
 
+const char* InternedLabel(const std::string& text) {
+  static std::mutex m;
+  // Never destroyed: a label may be read while static objects are destroyed at exit.
+  static auto* labels = new std::set<std::string>();
+  std::lock_guard<std::mutex> lock(m);
+  return labels->insert(text).first->c_str();
+}
+
 const char* PythonWorld::Label(const std::string& text) {
   auto& slot = labels_[text];
-  if (!slot) slot = std::make_unique<std::string>(text);
-  return slot->c_str();
+  if (slot == nullptr) slot = InternedLabel(text);
+  return slot;
 }
 
 uint32_t PythonWorld::Object(const std::string& name) {

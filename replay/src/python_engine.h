@@ -13,7 +13,14 @@
 // on the real code as they do on the C++ models.
 //
 // Process layout: one `PythonProcess` per Replayer (Python, Triton and the patches are loaded
-// once); it forks a child per run, so every run starts from the same pristine state.
+// once); it forks a child per run, so every run starts from the same pristine state. `fuzz
+// --jobs N` has N Replayers, so N processes (replay/campaign.h).
+//
+// Protocol cost (issue 26): every scheduling point is a round trip ("g" out, the thread's next
+// message back). The Python side writes the messages that get no reply (m, v, f, r) together
+// with the next one that does, in one write (rerace_real/control.py); Read() takes whatever
+// arrived in one read and hands the lines out in order, so nothing here depends on how they
+// were batched.
 //
 // Errors: a Python process that cannot start, import Triton or a patch, or build a tuner fails
 // `PythonProcess::Start` with a one-line message: 78 when --python-exe is not a Python that
@@ -90,6 +97,11 @@ class PythonProcess {
   std::string info_;
 };
 
+// `text` kept for the rest of the process, one copy per distinct text: a label of the real
+// code's points (sim::SchedulingPoint keeps labels by pointer, and races, reports and a
+// campaign's merge outlive the run that made them). Safe to call from any thread (fuzz --jobs).
+const char* InternedLabel(const std::string& text);
+
 // One line naming the interpreter, mode, Triton and patches of an engine's ready report.
 std::string EngineSummaryOf(const std::string& info_json);
 
@@ -121,6 +133,8 @@ class PythonWorld {
 
  private:
   void Go(uint32_t t, int value = 0);
+  // `text` as a label that lives as long as the process (InternedLabel): the results keep
+  // labels by pointer after the run (the races, a campaign's merged races).
   const char* Label(const std::string& text);
   uint32_t Object(const std::string& name);
   sim::Mutex& MutexNamed(const std::string& name);
@@ -136,7 +150,7 @@ class PythonWorld {
   const Program& p_;
   PythonProcess& py_;
   EngineSteps& steps_;
-  std::map<std::string, std::unique_ptr<std::string>> labels_;  // stable storage for labels
+  std::map<std::string, const char*> labels_;  // this run's labels, interned
   std::map<std::string, uint32_t> objects_;
   std::map<std::string, std::unique_ptr<sim::Mutex>> mutexes_;
   std::map<std::string, std::unique_ptr<sim::CondVar>> conds_;

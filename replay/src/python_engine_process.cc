@@ -19,7 +19,9 @@
 #include <cstring>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <mutex>
 #include <sstream>
+#include <string_view>
 
 #include "rerace/base/result.h"
 
@@ -47,14 +49,54 @@ constexpr char kBootstrap[] =
     "import rerace_real.__main__\n";
 
 // The process groups of the engines alive: ended at exit whatever the path out (an exit()
-// that skips the destructors included).
+// that skips the destructors included). Several jobs start and end engines at once (fuzz
+// --jobs): guarded by LiveGroupsMutex.
+std::mutex& LiveGroupsMutex() {
+  static std::mutex m;
+  return m;
+}
+
 std::vector<pid_t>& LiveGroups() {
   static std::vector<pid_t> groups;
   return groups;
 }
 
+void AddLiveGroup(pid_t g) {
+  std::lock_guard<std::mutex> lock(LiveGroupsMutex());
+  LiveGroups().push_back(g);
+}
+
+void RemoveLiveGroup(pid_t g) {
+  std::lock_guard<std::mutex> lock(LiveGroupsMutex());
+  auto& live = LiveGroups();
+  live.erase(std::remove(live.begin(), live.end(), g), live.end());
+}
+
 void EndLiveGroups() {
+  std::lock_guard<std::mutex> lock(LiveGroupsMutex());
   for (const pid_t g : LiveGroups()) kill(-g, SIGKILL);
+}
+
+// The environment the engine runs with: this process's, with the engine's own settings.
+// Made before fork: another job's thread may hold the allocator's locks when this one forks,
+// so the child only calls what is async-signal-safe.
+std::vector<std::string> EngineEnvironment(const std::string& pythonpath) {
+  static const char* const kOwn[] = {"PYTHONPATH", "PYTHONSAFEPATH", "PYTHONHASHSEED",
+                                     "PYTHONDONTWRITEBYTECODE", "PYTHONSTARTUP"};
+  std::vector<std::string> out;
+  for (char** e = environ; *e != nullptr; ++e) {
+    const std::string_view v(*e);
+    const bool own = std::any_of(std::begin(kOwn), std::end(kOwn), [&](const char* k) {
+      const std::string_view key(k);
+      return v.size() > key.size() && v.substr(0, key.size()) == key && v[key.size()] == '=';
+    });
+    if (!own) out.emplace_back(v);
+  }
+  out.push_back("PYTHONPATH=" + pythonpath);
+  out.push_back("PYTHONSAFEPATH=1");
+  out.push_back("PYTHONHASHSEED=0");
+  out.push_back("PYTHONDONTWRITEBYTECODE=1");
+  return out;
 }
 
 void SleepMs(int ms) {
@@ -255,28 +297,33 @@ Result<std::unique_ptr<PythonProcess>> PythonProcess::Start(const Program& p,
   for (const std::string& e : user_path) pythonpath += ":" + e;
   static const bool registered = std::atexit(EndLiveGroups) == 0;
   (void)registered;
+  const std::vector<std::string> env = EngineEnvironment(pythonpath);
+  std::vector<char*> envp;
+  for (const std::string& e : env) envp.push_back(const_cast<char*>(e.c_str()));
+  envp.push_back(nullptr);
+  const char* argv[] = {exe.c_str(), "-c", kBootstrap, nullptr};
+  const std::string cannot_run = fmt::format("rerace: python engine: cannot run {}: ", exe);
   const pid_t parent = getpid();
   const pid_t pid = fork();
   if (pid < 0) return Error{fmt::format("python engine: fork: {}", std::strerror(errno)), kExitInternal};
   if (pid == 0) {
+    // Only async-signal-safe calls from here to exec (other jobs' threads: see EngineEnvironment).
     setpgid(0, 0);                          // its own group: ended whole, forks of a patch too
     prctl(PR_SET_PDEATHSIG, SIGKILL);       // and never outlives rerace
     if (getppid() != parent) _exit(127);
     dup2(in[0], 0);
     dup2(out[1], 1);
     dup2(dump[1], kDumpFd);
-    setenv("PYTHONPATH", pythonpath.c_str(), 1);
-    setenv("PYTHONSAFEPATH", "1", 1);
-    setenv("PYTHONHASHSEED", "0", 1);
-    setenv("PYTHONDONTWRITEBYTECODE", "1", 1);
-    unsetenv("PYTHONSTARTUP");
-    execl(found.c_str(), exe.c_str(), "-c", kBootstrap, static_cast<char*>(nullptr));
-    std::fprintf(stderr, "rerace: python engine: cannot run %s: %s\n", exe.c_str(),
-                 std::strerror(errno));
+    execve(found.c_str(), const_cast<char* const*>(argv), envp.data());
+    const int err = errno;
+    [[maybe_unused]] ssize_t n = write(2, cannot_run.data(), cannot_run.size());
+    const char* why = strerrordesc_np(err);
+    if (why != nullptr) n = write(2, why, std::strlen(why));
+    n = write(2, "\n", 1);
     _exit(127);
   }
   setpgid(pid, pid);  // also here: no window where a signal to the group misses it
-  LiveGroups().push_back(pid);
+  AddLiveGroup(pid);
   close(in[0]);
   close(out[1]);
   close(dump[1]);
@@ -367,8 +414,7 @@ std::string PythonProcess::EndGroup(int wait_ms) {
   if (waitpid(pid_, &status, 0) == pid_ && si.si_pid == pid_)
     how = WIFEXITED(status) ? fmt::format("it exited with status {}", WEXITSTATUS(status))
                             : fmt::format("it died of signal {}", WTERMSIG(status));
-  auto& live = LiveGroups();
-  live.erase(std::remove(live.begin(), live.end(), pid_), live.end());
+  RemoveLiveGroup(pid_);
   pid_ = -1;
   return how;
 }

@@ -388,6 +388,86 @@ class CitedStepTest(unittest.TestCase):
         self.assertEqual(self.run_with({}).last_write_of("nargs"), "")
 
 
+class ChannelTest(unittest.TestCase):
+    """Issue 26: the messages the controller does not answer are written with the next one it
+    answers, in the order they were made, in one write; the tracer's opcode names are dis's."""
+
+    def setUp(self):
+        self.r, self.w = os.pipe()
+        os.set_blocking(self.r, False)
+        self.run = control.Run(-1, self.w, False, None)
+        control.set_token("tok")
+
+    def tearDown(self):
+        control.set_token("")
+        os.close(self.r)
+        os.close(self.w)
+
+    def written(self):
+        try:
+            return os.read(self.r, 65536).decode()
+        except BlockingIOError:
+            return ""
+
+    def test_posted_messages_go_with_the_next_answered_one_in_order(self):
+        self.run.post("m", "r", "Autotuner(k).nargs", "autotuner.py:1 run: read\tself.nargs")
+        self.run.post("v", 1500)
+        self.run.post("f", '{"code": "x"}')
+        self.assertEqual(self.written(), "")  # nothing until a message the controller answers
+        self.run.send("p", "w", "Autotuner(k).cache", "autotuner.py:2\nrun")
+        self.assertEqual(self.written(),
+                         "tok m\tr\tAutotuner(k).nargs\tautotuner.py:1 run: read self.nargs\n"
+                         "tok v\t1500\n"
+                         'tok f\t{"code": "x"}\n'
+                         "tok p\tw\tAutotuner(k).cache\tautotuner.py:2 run\n")
+
+    def test_flush_writes_what_is_pending_and_many_posts_do_not_wait(self):
+        self.run.post("v", 1)
+        self.run.flush()
+        self.assertEqual(self.written(), "tok v\t1\n")
+        self.run.flush()
+        self.assertEqual(self.written(), "")
+        for i in range(control._POST_LIMIT):
+            self.run.post("v", i)
+        self.assertEqual(self.written().count("\n"), control._POST_LIMIT)
+
+    def test_opcode_names_are_diss_under_a_tracer_too(self):
+        import dis
+        import types
+        seen = []
+
+        def check(code):
+            self.assertEqual(control.opnames_of(code),
+                             {i.offset: i.opname for i in dis.get_instructions(code)}, code)
+            seen.append(code)
+            for k in code.co_consts:
+                if isinstance(k, types.CodeType):
+                    check(k)
+
+        modules = [control, tuners, sync, dis, threading] + ([autotuner] if triton else [])
+        for m in modules:
+            with open(m.__file__) as f:
+                check(compile(f.read(), m.__file__, "exec"))
+
+        def traced(frame, event, arg):
+            frame.f_trace_opcodes = True
+            if event == "opcode":  # instrumented now (3.12: sys.monitoring): the same names
+                check(frame.f_code)
+            return traced
+
+        def loop(x):
+            for i in range(3):
+                x = len([x]) + i
+            return x
+
+        sys.settrace(traced)
+        try:
+            loop(1)
+        finally:
+            sys.settrace(None)
+        self.assertGreater(len(seen), 100)
+
+
 class SitePathTest(unittest.TestCase):
     """Issue 28 (6): one place is spelled one way, wherever its package is installed."""
 

@@ -14,6 +14,7 @@
 #include <ostream>
 #include <string>
 
+#include "rerace/replay/campaign.h"
 #include "rerace/replay/check.h"
 #include "rerace/replay/replay.h"
 #include "rerace/sim/strategy.h"
@@ -121,6 +122,44 @@ TEST(PythonEngine, SameSeedSameReport) {
   EXPECT_FALSE(r2.run.failure.has_value() &&
                r2.run.failure->kind == sim::FailureKind::kDivergence);
   EXPECT_EQ(r2.Signature(), r.Signature());
+}
+
+// Issue 26, item 6: a campaign over several jobs, each with a Python process of its own, keeps
+// what one job keeps: runs, failing, each failure's seed, finding and shrunk schedule, the
+// races and the runs' findings in run order.
+TEST(PythonEngine, CampaignOverJobsGivesOneJobsResult) {
+  Env e = UseEnv();
+  if (!e.skip.empty()) GTEST_SKIP() << e.skip;
+  const Program p = testing::LoadSample("triton-none-h200.rrt");
+  ReplayOptions ro = PyOptions(e);
+  ro.detect_races = true;
+  auto describe = [](const CampaignResult& r) {
+    std::string s = std::to_string(r.runs) + " runs, " + std::to_string(r.failing) + " failing\n";
+    for (const CampaignFailure& f : r.failures)
+      s += f.signature + " seed " + std::to_string(f.seed) + (f.first ? " first " : " later ") +
+           f.finding.thread_name + " " + f.finding.words + " " +
+           f.shrunk.result.run.schedule.Encode() + "\n";
+    s += RacesJson(r.races) + "\n" + std::to_string(r.findings.size()) + " findings";
+    for (const Finding& f : r.findings) s += " " + f.code + "@" + std::to_string(f.step);
+    return s;
+  };
+  std::string one;
+  for (const unsigned jobs : {1u, 3u}) {
+    SCOPED_TRACE(jobs);
+    Replayer rep(p, ro);
+    CampaignOptions o;
+    o.runs = 6;
+    o.races = true;
+    o.target = "in-param-not-in-cache";
+    o.jobs = jobs;
+    auto r = RunCampaign(rep, o);
+    ASSERT_TRUE(r.ok()) << r.error().message;
+    ASSERT_FALSE(r->error.has_value()) << r->error->message;
+    EXPECT_EQ(r->runs, 6u);
+    ASSERT_FALSE(r->failures.empty());
+    if (jobs == 1) one = describe(*r);
+    else EXPECT_EQ(describe(*r), one);
+  }
 }
 
 TEST(PythonEngine, LockAroundRunHoldsThreadLocalNargsDoesNot) {

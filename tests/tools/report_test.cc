@@ -256,6 +256,44 @@ TEST(ReportEngine, AutoSaysWhichEngineAndWhy) {
       << real.out;
 }
 
+// Issue 26, item 6: fuzz --jobs N with the real-code engine (a Python process per job) gives
+// one job's report, byte for byte: text, JSON with races, and every schedule file. Small runs
+// and one failure kind, so that shrinking stays short.
+TEST(ReportFuzz, EngineJobsGiveOneJobsReportsAndScheduleFiles) {
+  const std::string root = RERACE_PY_ROOT;
+  const std::string python = root + "/venv312/bin/python";
+  if (root.empty() || access(python.c_str(), X_OK) != 0)
+    GTEST_SKIP() << python << " is missing (tools/scripts/python-envs.sh)";
+  const std::string t = SampleTrace("triton-none-h200.rrt");
+  std::string text[2], json[2], sched[2];
+  const int jobs[2] = {1, 3};
+  for (int k = 0; k < 2; ++k) {
+    SCOPED_TRACE(jobs[k]);
+    // One folder name for both, so that the text reports compare whole.
+    const std::string dir = ::testing::TempDir() + "/report-engine-jobs-" + std::to_string(getpid());
+    std::filesystem::remove_all(dir);
+    const std::string common = "fuzz " + t + " --engine python --python-exe " + python +
+                               " --runs 5 --failure in-param-not-in-cache --jobs " +
+                               std::to_string(jobs[k]);
+    const CliRun r = Rerace(common + " --save-failures " + dir);
+    ASSERT_EQ(r.code, 1) << r.out;
+    text[k] = r.out;
+    for (int n = 1;; ++n) {
+      const std::string s = Slurp(dir + "/triton-none-h200-none-" + std::to_string(n) + ".sched");
+      if (s.empty()) break;
+      sched[k] += s + "\n----\n";
+    }
+    json[k] = Rerace(common + " --races --json").out;
+    std::filesystem::remove_all(dir);
+  }
+  EXPECT_TRUE(Has(text[0], "in-param-not-in-cache")) << text[0];
+  EXPECT_TRUE(Has(sched[0], "# failure: in-param-not-in-cache")) << sched[0];
+  EXPECT_TRUE(Has(json[0], "\"races\":[{")) << json[0];
+  EXPECT_EQ(text[1], text[0]);
+  EXPECT_EQ(sched[1], sched[0]);
+  EXPECT_EQ(json[1], json[0]);
+}
+
 // Items 1 and 2: each saved file is named after the trace, the fix and its place in the
 // listing; its header names the failure listed; fixes saved into one folder do not collide.
 TEST(ReportFuzz, SavedFilesMatchTheListingAndNameTheFix) {

@@ -48,8 +48,8 @@ void RegisterFuzz(CLI::App& app, CommandTable& table) {
       ->check(flags::ShardSpec());
   f->add_option("--jobs", cmd.jobs,
                 "Worker threads, each running its share of the seeds; the report is the one a "
-                "single job gives for the same seeds (0: the cores available). The python engine "
-                "runs one")
+                "single job gives for the same seeds (0: the cores available). With the python "
+                "engine each job runs a Python process of its own")
       ->default_val(0)
       ->check(flags::Count(0, 4096));
   AddCommonFlags(f, fa->flags, true);

@@ -7,6 +7,13 @@ command itself (only one thread runs, so only one thread reads): ``g <tid> <step
 hands the turn to ``tid`` (releasing its baton and blocking on its own), ``e`` ends the run
 (the child exits at once: the C++ side has what it needs).
 
+Messages the controller does not answer (``m``, ``v``, ``f``, ``r``) are kept (``Run.post``) and
+written with the next message it answers (or ``x``, after which the finished thread reads the
+next command), in order, in one write (``Run.send``).
+Only the thread holding the turn posts, and it sends before it gives the turn away, so nothing
+is pending at a hand-over; ``!`` and the child's other ways out write what is pending first
+(``Run.flush``), so the controller sees every message in the order it was made.
+
 Messages to the controller (tab-separated):
     p  <access r|w|y> <object> <label>     a point: the access is made when picked
     m  <access r|w> <object> <label>       an access inside the current step (GIL mode: no
@@ -96,6 +103,9 @@ def _clean(text):
     return str(text).replace("\t", " ").replace("\n", " ")
 
 
+_POST_LIMIT = 128  # posted messages written at the latest when this many are pending
+
+
 class Run:
     """One replay run in the child: the threads, the channel, the mode."""
 
@@ -107,15 +117,42 @@ class Run:
         self.threads = []
         self.step = 0
         self.buf = b""
+        self.out = []          # framed lines posted, not yet written (post, flush)
         self.last_write = {}   # object -> (thread, step): for rerace's words in findings
         self.findings = 0
 
     # ---- channel ----
-    def send(self, *fields):
-        line = frame("\t".join(_clean(f) for f in fields))
+    # NB: every Python call made here fires the GIL tracer's profile events (sys.setprofile):
+    # the hot paths below make few calls (no generators, no helpers per field).
+    def _line(self, fields):
+        parts = []
+        for f in fields:
+            f = f if type(f) is str else str(f)
+            if "\t" in f or "\n" in f:
+                f = f.replace("\t", " ").replace("\n", " ")
+            parts.append(f)
+        line = frame("\t".join(parts))
         if _DEBUG:
             os.write(2, ("py> [%s] %s" % (threading.current_thread().name, line)).encode())
-        data = line.encode("utf-8", "backslashreplace")
+        return line
+
+    def post(self, *fields):
+        """A message the controller does not answer: written with the next one it answers."""
+        self.out.append(self._line(fields))
+        if len(self.out) >= _POST_LIMIT:
+            self.flush()
+
+    def send(self, *fields):
+        """A message, written together with every message posted before it (one write)."""
+        self.out.append(self._line(fields))
+        self.flush()
+
+    def flush(self):
+        """Writes what is pending."""
+        if not self.out:
+            return
+        data = "".join(self.out).encode("utf-8", "backslashreplace")
+        self.out.clear()
         while data:
             n = os.write(self.wfd, data)
             data = data[n:]
@@ -136,6 +173,7 @@ class Run:
         line = self._readline()
         parts = line.split("\t")
         if parts[0] == "e":
+            self.flush()
             sys.stdout.flush()
             sys.stderr.flush()
             os._exit(0)
@@ -163,13 +201,13 @@ class Run:
 
     # ---- points ----
     def access(self, kind, obj, label):
-        ts = current()
+        ts = getattr(_local, "ts", None)  # current(), without a call (see _line)
         if ts is None or ts.quiet:
             return
         if not self.free_threaded and not ts.opportunity:
             # Part of the thread's current atomic step: no choice, but still an access, so
             # that DPOR, --races and the thread's history see every object the step touches.
-            self.send("m", kind, obj, label)
+            self.post("m", kind, obj, label)
             if kind == W:
                 # Part of the step the thread is taking: the timeline shows that step as its
                 # first access, not this write; the words say so (_at_step).
@@ -191,7 +229,7 @@ class Run:
 
     def advance(self, ns):
         if ns > 0:
-            self.send("v", int(ns))
+            self.post("v", int(ns))
 
     def opportunity(self):
         """A place where the interpreter could hand the GIL over (a blocking C call, say)."""
@@ -203,7 +241,7 @@ class Run:
         ts = current()
         f.setdefault("thread", ts.tid if ts else -1)
         self.findings += 1
-        self.send("f", json.dumps(f, sort_keys=True))
+        self.post("f", json.dumps(f, sort_keys=True))
 
     def last_write_of(self, field):
         """' (<field> last written by thread T at step S)' for rerace's words, or ''."""
@@ -296,6 +334,42 @@ def site_path(path):
     return os.path.basename(path)
 
 
+def _inline_caches():
+    """CPython 3.11/3.12: the number of inline cache entries after each opcode (a list of 256),
+    else None (other versions: opnames_of asks dis)."""
+    import dis
+    import opcode
+    caches = getattr(opcode, "_inline_cache_entries", None)
+    if sys.version_info[:2] not in ((3, 11), (3, 12)) or not isinstance(caches, list) or \
+            len(caches) != 256 or len(dis.opname) < 256:
+        return None
+    return caches
+
+
+_CACHES = _inline_caches()
+
+
+def opnames_of(code):
+    """{offset: opname} of `code`'s instructions, as ``dis.get_instructions`` names them (the
+    original, unspecialized instructions; EXTENDED_ARG included, inline caches not).
+
+    NB: dis builds a full Instruction per instruction (line numbers, argument values) and the
+    tracer needs this for every code object a run enters, in every run's child: on 3.11/3.12
+    the bytes are read directly (tests/python/test_engine.py checks it against dis)."""
+    import dis
+    if _CACHES is None:
+        return {ins.offset: ins.opname for ins in dis.get_instructions(code)}
+    names = dis.opname
+    raw = code.co_code
+    ops = {}
+    i, n = 0, len(raw)
+    while i < n:
+        op = raw[i]
+        ops[i] = names[op]
+        i += 2 + 2 * _CACHES[op]
+    return ops
+
+
 _CALL_OPS = frozenset([
     "CALL", "CALL_KW", "CALL_FUNCTION", "CALL_FUNCTION_KW", "CALL_FUNCTION_EX", "CALL_METHOD",
 ])
@@ -337,24 +411,29 @@ class Tracer:
     def _ops(self, code):
         ops = self.opnames.get(code)
         if ops is None:
-            import dis
-            ops = {}
-            for ins in dis.get_instructions(code):
-                ops[ins.offset] = ins.opname
-            self.opnames[code] = ops
+            ops = self.opnames[code] = opnames_of(code)
         return ops
 
+    # NB: the hooks run for every call and C call of the run (thousands per run): the cached
+    # answers of is_ours, current and _is_watched are looked up inline, without a call.
     def global_trace(self, frame, event, arg):
         code = frame.f_code
-        if is_ours(code.co_filename):
+        filename = code.co_filename
+        ours = _ours_cache.get(filename)
+        if ours is None:
+            ours = is_ours(filename)
+        if ours:
             return None
-        ts = current()
+        ts = getattr(_local, "ts", None)
         if ts is None or ts.quiet:
             return None
         ts.pending_call = None
         if self.rules.at_entry(code):
             ts.opportunity = True
-        if self._is_watched(code.co_filename):
+        watched = self._watch_cache.get(filename)
+        if watched is None:
+            watched = self._is_watched(filename)
+        if watched:
             frame.f_trace = self.local_trace
             frame.f_trace_lines = False
             if ts.opportunity:
@@ -371,7 +450,7 @@ class Tracer:
     def local_trace(self, frame, event, arg):
         if event != "opcode":
             return self.local_trace
-        ts = current()
+        ts = getattr(_local, "ts", None)
         if ts is None or ts.quiet:
             return self.local_trace
         if not ts.opportunity:
@@ -390,7 +469,9 @@ class Tracer:
         return self.local_trace
 
     def profile(self, frame, event, arg):
-        ts = current()
+        if event == "call" or event == "return":
+            return  # most events: nothing to do, and nothing to look up
+        ts = getattr(_local, "ts", None)
         if ts is None:
             return
         if event == "c_call":
@@ -399,7 +480,10 @@ class Tracer:
         if event != "c_return" and event != "c_exception":
             return
         code = frame.f_code
-        if is_ours(code.co_filename):
+        ours = _ours_cache.get(code.co_filename)
+        if ours is None:
+            ours = is_ours(code.co_filename)
+        if ours:
             return
         k = (code, frame.f_lasti, "c")
         n = self.counts.get(k, 0) + 1
@@ -411,7 +495,7 @@ class Tracer:
             # Whether this call site still runs unspecialized depends on how often every thread
             # ran it: while it is cold, its execution count is shared state that decides where
             # steps end, so it is an access (DPOR must order two threads' cold executions).
-            RUN.send("m", W, "gil-warmup %s:%d" % (_short(code.co_filename), frame.f_lasti),
+            RUN.post("m", W, "gil-warmup %s:%d" % (_short(code.co_filename), frame.f_lasti),
                      "cold call in %s" % code.co_name)
         if ts.opportunity:
             return

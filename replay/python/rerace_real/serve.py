@@ -479,7 +479,7 @@ def _replay_call(setup, run, ts, call_index):
     finally:
         ts.call = None
         if reached:
-            run.send("r", json.dumps(setup.reach.report(c), sort_keys=True))
+            run.post("r", json.dumps(setup.reach.report(c), sort_keys=True))
 
 
 def _profile(setup, tracer):
@@ -624,7 +624,13 @@ def main():
             try:
                 _child(setup, rfd, wfd, leftover)
             except BaseException:  # noqa: BLE001
-                _send(wfd, "!", "python engine: " + traceback.format_exc().replace("\n", " | "))
+                message = "python engine: " + traceback.format_exc().replace("\n", " | ")
+                try:
+                    if control.RUN is not None:
+                        control.RUN.flush()  # what the run posted comes first, as it was made
+                except BaseException:  # noqa: BLE001 - the error below is the one to report
+                    pass
+                _send(wfd, "!", message)
             os._exit(6)
         _, status = os.waitpid(pid, 0)
         if os.WIFSIGNALED(status):

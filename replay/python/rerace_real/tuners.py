@@ -16,6 +16,7 @@ import ast
 import inspect
 import linecache
 import os
+import sys
 
 from . import control
 
@@ -35,7 +36,6 @@ def _access(kind, obj, label):
 
 
 def _caller_label(what):
-    import sys
     f = sys._getframe(2)
     while f is not None and f.f_code.co_filename == __file__:
         f = f.f_back
@@ -141,7 +141,8 @@ def _tracking_class(base):
     put = base.__setattr__
 
     def __getattribute__(self, name):
-        if name in FIELDS or name in _written(self):
+        # NB: runs for every attribute of the tuner: _written(self) inline, without a call.
+        if name in FIELDS or name in object.__getattribute__(self, "_rr_written"):
             obj = get(self, "_rr_name") + "." + name
             _access(control.R, obj, _caller_label("read self." + name))
         return get(self, name)

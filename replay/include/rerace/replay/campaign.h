@@ -10,17 +10,23 @@
 //   - per distinct failure ("code at where"), the seed one job keeps: the lowest seed whose run
 //     fails FIRST with it, else the lowest seed whose run has it at all (docs/MODEL.md), found
 //     as a minimum, which does not depend on which thread ran which seed;
-//   - its shrunk run (ShrinkTo, deterministic given the seed's run);
+//   - its shrunk run (ShrinkTo, deterministic given the seed's run), made after the merge,
+//     once per failure kept there, the failures shared out over the jobs (a seed kept by a job
+//     and beaten by another job's, or by a later seed of its own, is not shrunk);
 //   - with `races`, the distinct races and the runs' findings in run order (chunks merged in
 //     order; MergeRaces keeps first occurrences, so merging chunk by chunk is merging run by run);
 //   - a run that ends in a RunError: the one of the lowest run index, as one job stops at it.
 //
 // With a time budget (`seconds` > 0) the set of runs depends on the clock, as it does for one
-// job; what is reported is still exactly one job's report over the runs that ran.
+// job; what is reported is still exactly one job's report over the runs that ran. NB: the
+// shrinking follows the budget's runs.
 //
 // Thread safety: RunCampaign is called from one thread; the Replayer passed in runs on that
 // thread (worker 0); the other workers build their own from its program() and options().
-// The python engine runs on one job (one interpreter process per Replayer).
+// With the python engine each worker's Replayer starts its own Python process (one per job,
+// started from the worker's thread); every run forks from its process's pristine state, so a
+// seed's run does not depend on which job ran it. An engine that cannot start makes the
+// campaign's error (the first such worker's).
 #pragma once
 
 #include <chrono>
