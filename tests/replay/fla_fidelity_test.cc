@@ -109,11 +109,13 @@ struct Case {
   const char* fla;    // fla-core release under build/py/fla-core-X
   const char* mode;   // FLA_CACHE_MODE
   const char* fix;
-  const char* steps;  // "free-threaded", or "gil" (CPython 3.11's rules: the venv's)
+  const char* steps;  // "free-threaded", or "gil" (the venv's CPython's rules)
+  const char* venv = "venv";     // under the py root: venv (CPython 3.11), venv312 (the H200's)
+  const char* python = "3.11";   // the venv's CPython, whose GIL table the model takes
 };
 
 void PrintTo(const Case& c, std::ostream* os) {
-  *os << c.fla << " " << c.mode << " " << c.fix << " " << c.steps;
+  *os << c.fla << " " << c.mode << " " << c.fix << " " << c.steps << " " << c.python;
 }
 
 class FlaModelAgainstRealCode : public ::testing::TestWithParam<Case> {
@@ -127,10 +129,16 @@ class FlaModelAgainstRealCode : public ::testing::TestWithParam<Case> {
 
 TEST_P(FlaModelAgainstRealCode, SameVerdictsKindsThreadsAndPlaces) {
   const Case c = GetParam();
-  const std::string root = RERACE_PY_ROOT;
-  const std::string python = root + "/venv/bin/python";
+  // RERACE_PY_ROOT in the environment overrides the build's (another set of environments).
+  const char* env_root = std::getenv("RERACE_PY_ROOT");
+  const std::string root = env_root != nullptr ? env_root : RERACE_PY_ROOT;
+  const std::string python = root + "/" + c.venv + "/bin/python";
   if (root.empty() || access(python.c_str(), X_OK) != 0)
     GTEST_SKIP() << python << " is missing (tools/scripts/python-envs.sh makes it)";
+  // FLA's cache.py imports packaging; without it the engine refuses FLA's class in one line.
+  if (std::system((python + " -c 'import packaging.version' 2>/dev/null").c_str()) != 0)
+    GTEST_SKIP() << python << " has no packaging, which FLA's cache.py imports "
+                 << "(tools/scripts/python-envs.sh installs it)";
   const std::string fla = root + "/fla-core-" + c.fla;
   if (access((fla + "/fla/ops/utils/cache.py").c_str(), F_OK) != 0)
     GTEST_SKIP() << "fla-core " << c.fla << " is not installed at " << fla
@@ -162,7 +170,7 @@ TEST_P(FlaModelAgainstRealCode, SameVerdictsKindsThreadsAndPlaces) {
   ASSERT_TRUE(f.ok()) << c.fix;
   mo.fix = *f;
   mo.python_mode = c.steps;
-  if (std::string(c.steps) == "gil") mo.python_version = "3.11";
+  if (std::string(c.steps) == "gil") mo.python_version = c.python;
   Replayer model(p, mo);
   const Outcome m = Over(model);
 
@@ -175,7 +183,7 @@ TEST_P(FlaModelAgainstRealCode, SameVerdictsKindsThreadsAndPlaces) {
   for (const auto& [code, places] : e.wheres)
     detail += " real " + code + " threads {" + Join(e.threads.at(code)) + "} at {" +
               Join(places) + "};";
-  std::printf("| %s | %s | %s | %s | %s {%s} | %s {%s} |%s\n", c.fla, c.mode, c.fix, c.steps,
+  std::printf("| %s | %s | %s | %s %s | %s {%s} | %s {%s} |%s\n", c.fla, c.mode, c.fix, c.steps, c.python,
               Verdicts(m.failed).c_str(), Join(m.Codes()).c_str(), Verdicts(e.failed).c_str(),
               Join(e.Codes()).c_str(), detail.c_str());
   const auto fails = [](const std::vector<bool>& v) {
@@ -205,6 +213,10 @@ std::vector<Case> Cases() {
     for (const char* mode : {"disabled", "full"})
       for (const char* fix : {"prewarm", "tls-nargs", "tls-state", "lock-key-event"})
         for (const char* steps : {"free-threaded", "gil"}) out.push_back({fla, mode, fix, steps});
+    // The H200's interpreter, CPython 3.12, under the GIL: every fix, default mode and "full".
+    for (const char* mode : {"disabled", "full"})
+      for (const char* fix : {"none", "lock-run", "prewarm", "tls-nargs", "tls-state", "lock-key-event"})
+        out.push_back({fla, mode, fix, "gil", "venv312", "3.12"});
   }
   return out;
 }
@@ -212,7 +224,8 @@ std::vector<Case> Cases() {
 INSTANTIATE_TEST_SUITE_P(Releases, FlaModelAgainstRealCode, ::testing::ValuesIn(Cases()),
                          [](const auto& tp) {
                            std::string n = std::string("Fla") + tp.param.fla + "_" +
-                                           tp.param.mode + "_" + tp.param.fix + "_" + tp.param.steps;
+                                           tp.param.mode + "_" + tp.param.fix + "_" +
+                                           tp.param.steps + "_" + tp.param.python;
                            for (char& ch : n)
                              if (ch == '.' || ch == '-') ch = '_';
                            return n;
