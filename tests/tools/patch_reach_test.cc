@@ -180,6 +180,36 @@ TEST(RecordedTunerClass, ReplaysThroughItsRealClassOrIsRefusedInOneLine) {
   std::filesystem::remove_all(dir);
 }
 
+// A tuner class whose package's __init__ needs a module this Python lacks (FLA's with torch
+// installed but not einops): its module is imported alone, its packages bare, and the first
+// lines say so; the class replays.
+TEST(RecordedTunerClass, ImportsItsModuleAloneWhenItsPackageLacksADependency) {
+  const std::string exe = std::string(RERACE_PY_ROOT) + "/venv/bin/python";
+  if (std::string(RERACE_PY_ROOT).empty() || access(exe.c_str(), X_OK) != 0)
+    GTEST_SKIP() << exe << " is missing (tools/scripts/python-envs.sh makes it)";
+  const std::string dir = ::testing::TempDir() + "/reach-alone-" + std::to_string(getpid());
+  std::filesystem::create_directories(dir + "/lib/rerace_dep_pkg");
+  std::ofstream(dir + "/lib/rerace_dep_pkg/__init__.py") << "import rerace_no_such_dependency\n";
+  std::ofstream(dir + "/lib/rerace_dep_pkg/tuner.py")
+      << "from triton.runtime.autotuner import Autotuner\nclass Sub(Autotuner):\n    pass\n";
+  const std::string trace = dir + "/alone.rrt";
+  rerace::testing::RewriteSample(
+      "triton-none-h200.rrt", trace, [](std::string d) { return d; },
+      [](std::string s) {
+        return s == "triton.runtime.autotuner.Autotuner" ? "rerace_dep_pkg.tuner.Sub" : s;
+      });
+  const CliRun r = ReraceWithEnv("PYTHONPATH", dir + "/lib",
+                                 "replay " + trace + " --engine python --python-exe " + exe + " --seed 3");
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_TRUE(Has(r.out, "; class rerace_dep_pkg.tuner.Sub (")) << r.out;
+  EXPECT_FALSE(Has(r.out, "fake torch")) << r.out;  // torch is not what its package lacks
+  EXPECT_TRUE(Has(r.out, "\nNB: rerace_dep_pkg.tuner imported alone, its packages' __init__ not run: "
+                         "they import rerace_no_such_dependency, which this Python does not have\n"))
+      << r.out;
+  EXPECT_TRUE(Has(r.out, "KeyError: 'y_ptr'")) << r.out;
+  std::filesystem::remove_all(dir);
+}
+
 // Issue 29 (1): FLA's real CachedAutotuner (fla-core 0.5.2 and 0.6.0, pip-installed with
 // --target under RERACE_PY_ROOT) under the engine, without torch: its cache.py is imported alone
 // with rerace's minimal fake torch. Its None-safe hooks raise no KeyError: the race is silent.

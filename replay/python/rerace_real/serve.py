@@ -160,6 +160,8 @@ class Setup:
         self._import_tuner_classes()
         if tuners.FAKE_TORCH:
             self.info["fake_torch"] = list(tuners.FAKE_TORCH)
+        if tuners.ALONE:
+            self.info["imported_alone"] = [list(a) for a in tuners.ALONE]
         before = _class_attrs(autotuner.Autotuner)
         for i, path in enumerate(self.cfg.get("patches", [])):
             self.info["patches"].append(self._import_patch(i, path, before))
