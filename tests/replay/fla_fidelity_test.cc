@@ -8,8 +8,9 @@
 //
 // Asserted per case: the same verdict over the seeds (some run has a finding, or none has: for
 // the fixes, that is the differential that matters), the same kinds of finding, and for each
-// kind both find (but missed-restore, below) the model's file:line among the real code's.
-// Printed, not asserted: each seed's verdict and, per kind, the threads. The same seed is not
+// kind both find (but missed-restore, below) the model's file:line among the real code's; in
+// the threads cases (40 seeds) also the threads each kind hits. Printed, not asserted: each
+// seed's verdict. The same seed is not
 // the same interleaving in both (the engine stops at every access of the real code and folds
 // GIL windows by its own rules, docs/FIDELITY.md, "Models against the real code"), so a seed's
 // verdict, the threads a kind hits and the steps differ between them by sampling alone. missed-restore is placed differently by design: the
@@ -49,6 +50,9 @@ namespace {
 
 constexpr const char* kFlaClass = "fla.ops.utils.cache.CachedAutotuner";
 constexpr uint64_t kSeeds = 8;
+// Enough seeds for every kind to reach every thread it can in both engines (the recording's
+// 8 workers are alike): the threads cases compare the threads each kind hits.
+constexpr uint64_t kThreadSeeds = 40;
 
 // The H200 recording as FLA's tuner would have recorded it (the class name the probe writes).
 Program FlaProgram() {
@@ -69,9 +73,9 @@ struct Outcome {
   }
 };
 
-Outcome Over(Replayer& rep) {
+Outcome Over(Replayer& rep, uint64_t seeds) {
   Outcome o;
-  for (uint64_t s = 1; s <= kSeeds; ++s) {
+  for (uint64_t s = 1; s <= seeds; ++s) {
     sim::RandomWalk w(s);
     const ReplayResult r = rep.Run(w);
     o.failed.push_back(r.failed());
@@ -112,10 +116,12 @@ struct Case {
   const char* steps;  // "free-threaded", or "gil" (the venv's CPython's rules)
   const char* venv = "venv";     // under the py root: venv (CPython 3.11), venv312 (the H200's)
   const char* python = "3.11";   // the venv's CPython, whose GIL table the model takes
+  uint64_t seeds = kSeeds;       // kThreadSeeds: the threads each kind hits are compared too
 };
 
 void PrintTo(const Case& c, std::ostream* os) {
-  *os << c.fla << " " << c.mode << " " << c.fix << " " << c.steps << " " << c.python;
+  *os << c.fla << " " << c.mode << " " << c.fix << " " << c.steps << " " << c.python << " "
+      << c.seeds << " seeds";
 }
 
 class FlaModelAgainstRealCode : public ::testing::TestWithParam<Case> {
@@ -162,7 +168,7 @@ TEST_P(FlaModelAgainstRealCode, SameVerdictsKindsThreadsAndPlaces) {
   ASSERT_NE(info->find("fla.ops.utils.cache.CachedAutotuner (fla/ops/utils/cache.py)"),
             std::string::npos)
       << *info;
-  const Outcome e = Over(engine);
+  const Outcome e = Over(engine, c.seeds);
 
   ReplayOptions mo;
   mo.model = "fla";
@@ -172,7 +178,7 @@ TEST_P(FlaModelAgainstRealCode, SameVerdictsKindsThreadsAndPlaces) {
   mo.python_mode = c.steps;
   if (std::string(c.steps) == "gil") mo.python_version = c.python;
   Replayer model(p, mo);
-  const Outcome m = Over(model);
+  const Outcome m = Over(model, c.seeds);
 
   // One row of docs/FIDELITY.md's table: per seed F (a finding) or . (none), the kinds, and
   // per kind the threads (replay indices) and places, model then real code.
@@ -193,7 +199,10 @@ TEST_P(FlaModelAgainstRealCode, SameVerdictsKindsThreadsAndPlaces) {
                                               << Verdicts(e.failed) << " (F: a finding)";
   EXPECT_EQ(m.Codes(), e.Codes());
   for (const auto& [code, places] : m.wheres) {
-    if (!e.wheres.count(code) || code == "missed-restore") continue;
+    if (!e.wheres.count(code)) continue;
+    if (c.seeds >= kThreadSeeds)
+      EXPECT_EQ(Join(m.threads.at(code)), Join(e.threads.at(code))) << code << ": threads";
+    if (code == "missed-restore") continue;
     for (const std::string& w : places)
       EXPECT_TRUE(e.wheres.at(code).count(w))
           << code << " at " << w << " in the model, not in FLA " << c.fla << " (there: "
@@ -218,6 +227,10 @@ std::vector<Case> Cases() {
       for (const char* fix : {"none", "lock-run", "prewarm", "tls-nargs", "tls-state", "lock-key-event"})
         out.push_back({fla, mode, fix, "gil", "venv312", "3.12"});
   }
+  // The threads each kind hits, over 40 seeds (the failing fixes; one release, the default mode).
+  for (const char* fix : {"none", "prewarm", "tls-nargs", "lock-key-event"})
+    for (const char* steps : {"free-threaded", "gil"})
+      out.push_back({"0.6.0", "disabled", fix, steps, "venv", "3.11", kThreadSeeds});
   return out;
 }
 
@@ -225,7 +238,8 @@ INSTANTIATE_TEST_SUITE_P(Releases, FlaModelAgainstRealCode, ::testing::ValuesIn(
                          [](const auto& tp) {
                            std::string n = std::string("Fla") + tp.param.fla + "_" +
                                            tp.param.mode + "_" + tp.param.fix + "_" +
-                                           tp.param.steps + "_" + tp.param.python;
+                                           tp.param.steps + "_" + tp.param.python +
+                                           (tp.param.seeds == kSeeds ? "" : "_threads");
                            for (char& ch : n)
                              if (ch == '.' || ch == '-') ch = '_';
                            return n;
