@@ -189,7 +189,7 @@ TEST_P(FlaModelAgainstRealCode, SameVerdictsKindsThreadsAndPlaces) {
   for (const auto& [code, places] : e.wheres)
     detail += " real " + code + " threads {" + Join(e.threads.at(code)) + "} at {" +
               Join(places) + "};";
-  std::printf("| %s | %s | %s | %s %s | %s {%s} | %s {%s} |%s\n", c.fla, c.mode, c.fix, c.steps, c.python,
+  std::printf("| %s | %s | %s | %s %s | %s {%s} | %s {%s} |%s |\n", c.fla, c.mode, c.fix, c.steps, c.python,
               Verdicts(m.failed).c_str(), Join(m.Codes()).c_str(), Verdicts(e.failed).c_str(),
               Join(e.Codes()).c_str(), detail.c_str());
   const auto fails = [](const std::vector<bool>& v) {
