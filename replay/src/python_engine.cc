@@ -285,6 +285,12 @@ std::string DescribeEngine(const std::string& info_json) {
                        "(replay/python/rerace_real/fake_torch.py: torch.cuda.is_available() is False, "
                        "nothing else), its packages' __init__ not run",
                        fmt::join(fake, ", "));
+  if (j.contains("imported_alone") && j["imported_alone"].is_array())
+    for (const auto& a : j["imported_alone"])
+      if (a.is_array() && a.size() == 2 && a[0].is_string() && a[1].is_string())
+        out += fmt::format("\nNB: {} imported alone, its packages' __init__ not run: they import {}, "
+                           "which this Python does not have",
+                           a[0].get<std::string>(), a[1].get<std::string>());
   if (j.contains("patches"))
     for (const auto& p : j["patches"]) {
       const auto changed = p.value("changed", std::vector<std::string>{});

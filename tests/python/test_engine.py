@@ -548,6 +548,20 @@ class ReachTest(unittest.TestCase):
                          [("Tuner.nargs", "property",
                            "Tuner.nargs (an instance attribute before the patch)")])
 
+    def test_a_reloaded_copy_of_stock_code_is_not_a_replacement(self):
+        # A module reloaded after a patch (or before one that rebinds Autotuner) has fresh
+        # function objects compiled from the same file, line and name: not a patch's code.
+        src = "def run(self):\n    return 1\n"
+        a, b, c = {}, {}, {}
+        exec(compile(src, "/stock/autotuner.py", "exec"), a)
+        exec(compile(src, "/stock/autotuner.py", "exec"), b)
+        exec(compile(src, "/team/lock.py", "exec"), c)
+        reached = reach.Reach()
+        reached.note("Autotuner", {"run": a["run"]}, {"run": b["run"]})
+        self.assertEqual(reached.info(), [])
+        reached.note("Autotuner", {"run": a["run"]}, {"run": c["run"]})
+        self.assertEqual([r["name"] for r in reached.info()], ["Autotuner.run"])
+
     def test_what_is_not_code_is_not_a_replacement(self):
         before = {"run": lambda self: 1, "x": 1}
         after = {"run": before["run"], "x": 2, "new": lambda self: 2, "run2": 3}
@@ -593,6 +607,39 @@ class TunerClassTest(unittest.TestCase):
             self.assertIsNone(cls, name)
             self.assertIn(why, got, name)
             self.assertNotIn("\n", got, name)
+
+    def test_a_module_whose_package_lacks_a_dependency_imports_alone(self):
+        # With torch installed but not einops, FLA's package __init__ fails while cache.py alone
+        # imports: the module is imported alone, its parents bare, and the engine says why.
+        pkg = os.path.join(self.dir, "rerace_dep_pkg")
+        os.makedirs(pkg)
+        with open(os.path.join(pkg, "__init__.py"), "w") as f:
+            f.write("import rerace_no_such_dependency\n")
+        with open(os.path.join(pkg, "tuner.py"), "w") as f:
+            f.write("from triton.runtime.autotuner import Autotuner\nclass Sub(Autotuner):\n    pass\n")
+        with open(os.path.join(pkg, "needs.py"), "w") as f:
+            f.write("import rerace_no_such_dependency\n")
+        try:
+            cls, why = tuners.tuner_class("rerace_dep_pkg.tuner.Sub", None, autotuner.Autotuner,
+                                          self.folders)
+            self.assertEqual(why, "")
+            self.assertTrue(issubclass(cls, autotuner.Autotuner))
+            self.assertIn(["rerace_dep_pkg.tuner", "rerace_no_such_dependency"], tuners.ALONE)
+            self.assertTrue(getattr(sys.modules["rerace_dep_pkg"], "__rerace_bare__", False))
+            # The module itself needs it: refused in one line naming it.
+            cls, why = tuners.tuner_class("rerace_dep_pkg.needs.X", None, autotuner.Autotuner,
+                                          self.folders)
+            self.assertIsNone(cls)
+            self.assertIn("No module named 'rerace_no_such_dependency'", why)
+            # A missing top-level module is not installed, not imported alone.
+            cls, why = tuners.tuner_class("rerace_no_such_pkg.tuner.Sub", None, autotuner.Autotuner,
+                                          self.folders)
+            self.assertIsNone(cls)
+        finally:
+            for k in [k for k in sys.modules if k.startswith("rerace_dep_pkg")]:
+                del sys.modules[k]
+            tuners.ALONE[:] = [a for a in tuners.ALONE if not a[0].startswith("rerace_dep_pkg")]
+            tuners.FAKE_TORCH[:] = [m for m in tuners.FAKE_TORCH if not m.startswith("rerace_dep_pkg")]
 
     def test_fla_cache_imports_alone_with_the_fake_torch(self):
         root = os.environ.get("RERACE_PY_ROOT", os.path.join(os.path.dirname(__file__), "..", "..",

@@ -80,8 +80,12 @@ const Case kCases[] = {
       "(triton/runtime/autotuner.py:",
       ") without it\n",
       // The stock race the lock was meant to stop, still there: the patch never ran.
-      "KeyError: 'y_ptr'"},
-     {"patch reach: "}},
+      "KeyError: 'y_ptr'",
+      // The class the patch put in Autotuner's place runs its own run: that replacement was
+      // on every call's path (it is how the lock was bypassed).
+      "patch reach: your Autotuner.run replacement (reach_bypassed.py:13) was entered by 8 of 8 "
+      "threads' calls\n"},
+     {}},
     {"a patch on a class object the reloaded module replaced", "replay --seed 3",
      "reach_reloaded.py", 1,
      {"triton.runtime.autotuner.Autotuner rebound to another class object",
@@ -176,6 +180,36 @@ TEST(RecordedTunerClass, ReplaysThroughItsRealClassOrIsRefusedInOneLine) {
   std::filesystem::remove_all(dir);
 }
 
+// A tuner class whose package's __init__ needs a module this Python lacks (FLA's with torch
+// installed but not einops): its module is imported alone, its packages bare, and the first
+// lines say so; the class replays.
+TEST(RecordedTunerClass, ImportsItsModuleAloneWhenItsPackageLacksADependency) {
+  const std::string exe = std::string(RERACE_PY_ROOT) + "/venv/bin/python";
+  if (std::string(RERACE_PY_ROOT).empty() || access(exe.c_str(), X_OK) != 0)
+    GTEST_SKIP() << exe << " is missing (tools/scripts/python-envs.sh makes it)";
+  const std::string dir = ::testing::TempDir() + "/reach-alone-" + std::to_string(getpid());
+  std::filesystem::create_directories(dir + "/lib/rerace_dep_pkg");
+  std::ofstream(dir + "/lib/rerace_dep_pkg/__init__.py") << "import rerace_no_such_dependency\n";
+  std::ofstream(dir + "/lib/rerace_dep_pkg/tuner.py")
+      << "from triton.runtime.autotuner import Autotuner\nclass Sub(Autotuner):\n    pass\n";
+  const std::string trace = dir + "/alone.rrt";
+  rerace::testing::RewriteSample(
+      "triton-none-h200.rrt", trace, [](std::string d) { return d; },
+      [](std::string s) {
+        return s == "triton.runtime.autotuner.Autotuner" ? "rerace_dep_pkg.tuner.Sub" : s;
+      });
+  const CliRun r = ReraceWithEnv("PYTHONPATH", dir + "/lib",
+                                 "replay " + trace + " --engine python --python-exe " + exe + " --seed 3");
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_TRUE(Has(r.out, "; class rerace_dep_pkg.tuner.Sub (")) << r.out;
+  EXPECT_FALSE(Has(r.out, "fake torch")) << r.out;  // torch is not what its package lacks
+  EXPECT_TRUE(Has(r.out, "\nNB: rerace_dep_pkg.tuner imported alone, its packages' __init__ not run: "
+                         "they import rerace_no_such_dependency, which this Python does not have\n"))
+      << r.out;
+  EXPECT_TRUE(Has(r.out, "KeyError: 'y_ptr'")) << r.out;
+  std::filesystem::remove_all(dir);
+}
+
 // Issue 29 (1): FLA's real CachedAutotuner (fla-core 0.5.2 and 0.6.0, pip-installed with
 // --target under RERACE_PY_ROOT) under the engine, without torch: its cache.py is imported alone
 // with rerace's minimal fake torch. Its None-safe hooks raise no KeyError: the race is silent.
@@ -215,6 +249,93 @@ TEST(FlaCachedAutotuner, ReplaysThroughFlasOwnCode) {
     EXPECT_TRUE(Has(stock.out, "FAILED: missed-restore in thread ")) << stock.out;
     EXPECT_TRUE(Has(stock.out, "the real program raises nothing (silent corruption)")) << stock.out;
     EXPECT_FALSE(Has(stock.out, "KeyError")) << stock.out;
+  }
+  std::filesystem::remove(trace);
+}
+
+// Issue 29 (5): a synthesized FLA step (`rerace synth --fla V`: FLA's CachedAutotuner, named by
+// the probe's metadata as the probe names it) through FLA's real CachedAutotuner.run and its
+// super().run(), on CI (no GPU, no torch). The unpatched step fails; a lock around
+// Autotuner.run holds (it is on FLA's path: super().run() resolves the patched function); a
+// patch whose lock sits where FLA's path does not pass (on a reloaded module's fresh class, or
+// a subclass put in Autotuner's place, while FLA's class was defined over the old class object)
+// is patch-not-reached, with the frame that went around it. The Triton trace's reloaded-module
+// patch (above: not reached) is reached through FLA's class, which subclasses the patched one.
+TEST(FlaSynthesizedStep, CheckThroughFlasRealRunWithAndWithoutTheLock) {
+  const std::string exe = std::string(RERACE_PY_ROOT) + "/venv/bin/python";
+  if (std::string(RERACE_PY_ROOT).empty() || access(exe.c_str(), X_OK) != 0)
+    GTEST_SKIP() << exe << " is missing (tools/scripts/python-envs.sh makes it)";
+  for (const std::string version : {"0.5.2", "0.6.0"}) {
+    const std::string fla = std::string(RERACE_PY_ROOT) + "/fla-core-" + version;
+    if (access((fla + "/fla/ops/utils/cache.py").c_str(), F_OK) != 0)
+      GTEST_SKIP() << "fla-core " << version << " is not installed at " << fla
+                   << " (tools/scripts/python-envs.sh makes it)";
+  }
+  const std::string trace = ::testing::TempDir() + "/fla-synth-" + std::to_string(getpid()) + ".rrt";
+  for (const std::string version : {"0.5.2", "0.6.0"}) {
+    SCOPED_TRACE("fla-core " + version);
+    const std::string fla = std::string(RERACE_PY_ROOT) + "/fla-core-" + version;
+    const CliRun w = Rerace("synth -o " + trace + " --fla " + version + " --threads 3 --configs 3 --reps 1");
+    ASSERT_EQ(w.code, 0) << w.out;
+    const std::string check = "check " + trace + " --engine python --python-exe " + exe + " --bound 1";
+    const auto patched = [&](const std::string& patch) {
+      return ReraceWithEnv("PYTHONPATH", fla,
+                           check + " --patch " + Source("tests/data/patches/" + patch));
+    };
+
+    const CliRun stock = ReraceWithEnv("PYTHONPATH", fla, check);
+    EXPECT_EQ(stock.code, 1) << stock.out;
+    EXPECT_TRUE(Has(stock.out, "tuner l2norm_fwd_kernel: built from the recording (key names N from "
+                               "the probe); class fla.ops.utils.cache.CachedAutotuner "
+                               "(fla/ops/utils/cache.py); not imported: defined in a script"))
+        << stock.out;
+    EXPECT_TRUE(Has(stock.out, "verdict: fix 'none' FAILS")) << stock.out;
+    EXPECT_TRUE(Has(stock.out, "the real program raises nothing (silent corruption)")) << stock.out;
+
+    const CliRun lock = patched("reach_works.py");
+    EXPECT_EQ(lock.code, 0) << lock.out;
+    EXPECT_TRUE(Has(lock.out, "verdict: patch reach_works.py (sha256 ")) << lock.out;
+    EXPECT_TRUE(Has(lock.out, ") holds for every interleaving that DPOR distinguishes with at most 1 "
+                              "preemption"))
+        << lock.out;
+    EXPECT_TRUE(Has(lock.out, "patch reach: your Autotuner.run replacement (reach_works.py:10) was "
+                              "entered by 3 of 3 threads' calls"))
+        << lock.out;
+
+    struct Bypassed {
+      const char* patch;
+      const char* changed;  // what the patch's description says it did
+      const char* replacement;
+    };
+    for (const Bypassed& b :
+         {Bypassed{"reach_fresh_class.py",
+                   "triton.runtime.autotuner.Autotuner rebound to another class object "
+                   "(triton.runtime.autotuner.Autotuner); its run -> function run "
+                   "(reach_fresh_class.py:17)",
+                   "reach_fresh_class.py:17"},
+          Bypassed{"reach_locked_subclass.py",
+                   "triton.runtime.autotuner.Autotuner rebound to another class object "
+                   "(rerace_patch_0_reach_locked_subclass.LockedAutotuner); its run -> function "
+                   "LockedAutotuner.run (reach_locked_subclass.py:13)",
+                   "reach_locked_subclass.py:13"}}) {
+      SCOPED_TRACE(b.patch);
+      const CliRun r = patched(b.patch);
+      EXPECT_EQ(r.code, 1) << r.out;
+      EXPECT_TRUE(Has(r.out, b.changed)) << r.out;
+      EXPECT_TRUE(Has(r.out, std::string("FAILS: the patch never ran (patch-not-reached): your "
+                                         "Autotuner.run replacement (") +
+                                 b.replacement + ") was entered by 0 of 3 threads' calls"))
+          << r.out;
+      EXPECT_TRUE(Has(r.out, "  CachedAutotuner.run (fla/ops/utils/cache.py:378) reached "
+                             "Autotuner.run (triton/runtime/autotuner.py:212) without it\n"))
+          << r.out;
+      EXPECT_FALSE(Has(r.out, "holds")) << r.out;
+    }
+    const CliRun reloaded = patched("reach_reloaded.py");
+    EXPECT_EQ(reloaded.code, 0) << reloaded.out;
+    EXPECT_TRUE(Has(reloaded.out, "patch reach: your Autotuner.run replacement (reach_reloaded.py:13) "
+                                  "was entered by 3 of 3 threads' calls"))
+        << reloaded.out;
   }
   std::filesystem::remove(trace);
 }

@@ -362,6 +362,60 @@ TEST(Synth, SameScenarioGivesTheSameBytes) {
   std::remove(b.c_str());
 }
 
+// `rerace synth --fla V`: FLA's CachedAutotuner, named as the probe names it (its metadata in
+// each tuner's first call-begin, rerace_probe.metadata); keys as the probe writes them. The
+// scenarios without metadata write no detail (their traces keep their bytes).
+TEST(Synth, FlaScenarioCarriesTheProbesMetadata) {
+  const std::string path = ::testing::TempDir() + "/synth-fla.rrt";
+  Scenario s;
+  s.threads = 3;
+  s.tuners = 2;
+  s.fla_version = "0.6.0";
+  s.tuner_class = kFlaTunerClass;
+  ASSERT_TRUE(Synthesize(s, path).ok());
+  auto t = ReadTrace(path);
+  ASSERT_TRUE(t.ok()) << t.error().message;
+  std::vector<std::string> details;
+  for (const TunerEvent& e : t->tuner_events) {
+    if (e.kind != TunerKind::kCallBegin) continue;
+    EXPECT_EQ(t->strings[e.tuner_class], kFlaTunerClass);
+    EXPECT_EQ(e.key, "(4096,)");
+    if (!e.detail.empty()) details.push_back(e.detail);
+  }
+  ASSERT_EQ(details.size(), 2u);  // one per tuner, at its first call
+  EXPECT_EQ(details[0],
+            R"({"v":1,"kernel":{"module":"__main__","qualname":"l2norm_fwd_kernel"},"keys":["N"],)"
+            R"("class":{"module":"fla.ops.utils.cache","qualname":"CachedAutotuner"},)"
+            R"("triton":"3.6.0","fla":"0.6.0",)"
+            R"("run":{"module":"fla.ops.utils.cache","qualname":"CachedAutotuner.run"},)"
+            R"("autotuner_run":{"module":"triton.runtime.autotuner","qualname":"Autotuner.run"},)"
+            R"("bench":{"module":"triton.runtime.autotuner","qualname":"Autotuner._bench"},)"
+            R"("hooks":{"pre_hook":{"module":"fla.ops.utils.cache","qualname":)"
+            R"("CachedAutotuner.__init__.<locals>._pre_hook","user_defined":false},)"
+            R"("post_hook":{"module":"fla.ops.utils.cache","qualname":)"
+            R"("CachedAutotuner.__init__.<locals>._post_hook","user_defined":false}}})");
+  const std::vector<std::string> cmd = SynthCommand(s);
+  EXPECT_EQ(cmd.back(), "--fla=0.6.0");
+
+  // Another tuner class with --fla is refused; a key name that is not an argument too.
+  s.tuner_class = "team.TeamAutotuner";
+  EXPECT_FALSE(ValidateScenario(s).ok());
+  s.tuner_class = kFlaTunerClass;
+  s.key_names = {"M"};
+  auto v = ValidateScenario(s);
+  ASSERT_FALSE(v.ok());
+  EXPECT_NE(v.error().message.find("the key names 'M', which is not an argument"), std::string::npos)
+      << v.error().message;
+
+  Scenario plain;
+  plain.threads = 2;
+  ASSERT_TRUE(Synthesize(plain, path).ok());
+  auto p = ReadTrace(path);
+  ASSERT_TRUE(p.ok());
+  for (const TunerEvent& e : p->tuner_events) EXPECT_TRUE(e.detail.empty()) << e.detail;
+  std::remove(path.c_str());
+}
+
 // Each parameter within its range is not enough: their product is what is allocated. And a
 // duration of 2^64-1 used to divide by zero (SIGFPE) in the synthetic durations.
 TEST(Synth, RejectsScenariosThatAskForTooMuch) {

@@ -243,7 +243,10 @@ struct SynthArgs {
   std::string out;
 };
 
-int RunSynth(const SynthArgs& a) {
+int RunSynth(SynthArgs a) {
+  // --fla names FLA's tuner class unless --tuner-class named another (refused below).
+  if (!a.s.fla_version.empty() && a.s.tuner_class == Scenario{}.tuner_class)
+    a.s.tuner_class = kFlaTunerClass;
   if (auto v = ValidateScenario(a.s); !v) return ReportError(v.error());
   const uint64_t calls = uint64_t{a.s.threads} * a.s.calls_per_thread;
   if (calls < a.s.tuners)
@@ -330,6 +333,23 @@ void RegisterTraceCommands(CLI::App& app, CommandTable& table) {
       ->check(flags::Count(0, std::numeric_limits<uint64_t>::max()));
   sy->add_option("--tuner-class", s.tuner_class, "Tuner class recorded")
       ->default_val(s.tuner_class);
+  sy->add_flag("--probe-metadata", s.probe_metadata,
+               "Write the probe's metadata in each tuner's first call (kernel module and name, key "
+               "names, tuner class, Triton and FLA versions, where run, _bench and the hooks are "
+               "defined), as 'rerace record --probe triton' does; keys as the probe writes them, "
+               "'(4096,)'");
+  sy->add_option("--kernel-module", s.kernel_module,
+                 "The kernel's module in the probe's metadata ('__main__': a script's kernel, "
+                 "which the python engine builds from the recording)")
+      ->default_val(s.kernel_module);
+  sy->add_option("--key-names", s.key_names, "The autotune key's argument names (probe metadata)")
+      ->default_str("N");
+  sy->add_option("--triton-version", s.triton_version, "Triton version in the probe's metadata")
+      ->default_val(s.triton_version);
+  sy->add_option("--fla", s.fla_version,
+                 "FLA's release (0.5.2, 0.6.0): the tuner is FLA's CachedAutotuner "
+                 "(fla_cache_autotune; tuner class fla.ops.utils.cache.CachedAutotuner, its run and "
+                 "hooks FLA's in the probe's metadata, which --fla implies)");
   table.Add(sy, [synth] { return RunSynth(*synth); });
 }
 

@@ -5,6 +5,7 @@
 #   build/py/venv            a venv of python3 with Triton 3.6.0: the Python the tests run
 #   build/py/venv312         a venv of CPython 3.12 (pyenv's, when present) with Triton 3.6.0:
 #                            the H200's interpreter version, for the GIL-mode tests
+#                            (both venvs also get `packaging`, which FLA's cache.py imports)
 #   build/py/triton-<v>      Triton <v> alone (pip --target), put first on PYTHONPATH to replay
 #                            under another release: 3.2.0, 3.4.0, 3.8.0, 3.9.0
 #   build/py/fla-core-<v>    FLA's fla-core <v> alone (pip --target, no dependencies): the source
@@ -22,6 +23,12 @@ venv() {  # venv DIR PYTHON
     echo "python-envs: installing triton==3.6.0 into $dir"
     pipq "$dir/bin/python" triton==3.6.0 || echo "python-envs: triton 3.6.0 not installed in $dir"
   fi
+  # packaging: FLA's cache.py imports it (fla-core below is installed without dependencies);
+  # a venv of a pyenv CPython does not bring it. Checked first, so a run that finds it installs
+  # nothing.
+  "$dir/bin/python" -c 'import packaging.version' 2>/dev/null ||
+    pipq "$dir/bin/python" packaging ||
+    echo "python-envs: packaging not installed in $dir; FLA's CachedAutotuner is refused there (its tests skip)"
 }
 
 venv "$root/venv" "$base"

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstring>
 #include <functional>
+#include <set>
 
 #include "rerace/base/output_file.h"
 #include "rerace/traces/writer.h"
@@ -37,6 +38,62 @@ int IndexOf(const std::vector<std::string>& v, const std::string& s) {
   return it == v.end() ? -1 : static_cast<int>(it - v.begin());
 }
 
+// A JSON string literal (traces/ has no JSON library: the metadata is written by hand).
+std::string Quoted(const std::string& v) {
+  std::string out = "\"";
+  for (const char ch : v) {
+    const auto u = static_cast<unsigned char>(ch);
+    if (ch == '"' || ch == '\\') {
+      out += '\\';
+      out += ch;
+    } else if (u < 0x20) {
+      out += fmt::format("\\u{:04x}", u);
+    } else {
+      out += ch;
+    }
+  }
+  return out + "\"";
+}
+
+std::string Where(const std::string& module, const std::string& qualname) {
+  return fmt::format("{{\"module\":{},\"qualname\":{}}}", Quoted(module), Quoted(qualname));
+}
+
+// rerace_probe.metadata(tuner) for tuner `kernel` of the scenario (recorder/python/rerace_probe,
+// METADATA_VERSION 1): what the probe writes in a tuner's first call-begin detail. No "python"
+// entry: a synthetic trace does not say which interpreter ran it (the engines then assume, and
+// say so, as for recordings of older probes).
+std::string ProbeMetadata(const Scenario& s, const std::string& kernel) {
+  const bool fla = !s.fla_version.empty();
+  const std::string& cls = s.tuner_class;
+  const size_t dot = cls.rfind('.');
+  const std::string cls_module = dot == std::string::npos ? "" : cls.substr(0, dot);
+  const std::string cls_name = dot == std::string::npos ? cls : cls.substr(dot + 1);
+  std::vector<std::string> keys;
+  for (const auto& k : s.key_names) keys.push_back(Quoted(k));
+  const std::string triton_run = Where("triton.runtime.autotuner", "Autotuner.run");
+  std::string out = fmt::format(
+      "{{\"v\":1,\"kernel\":{},\"keys\":[{}],\"class\":{},\"triton\":{},\"fla\":{},\"run\":{}",
+      Where(s.kernel_module, kernel), fmt::join(keys, ","), Where(cls_module, cls_name),
+      Quoted(s.triton_version), fla ? Quoted(s.fla_version) : "null",
+      fla ? Where("fla.ops.utils.cache", "CachedAutotuner.run") : triton_run);
+  // Where Triton's run resolves, for a subclass (FLA's calls it through super().run()).
+  if (cls != "triton.runtime.autotuner.Autotuner") out += ",\"autotuner_run\":" + triton_run;
+  out += ",\"bench\":" + Where("triton.runtime.autotuner", "Autotuner._bench");
+  if (!s.restore_value.empty() || !s.reset_to_zero.empty()) {
+    const std::string owner = fla ? "fla.ops.utils.cache" : "triton.runtime.autotuner";
+    const std::string init = fla ? "CachedAutotuner.__init__" : "Autotuner.__init__";
+    const auto hook = [&](const char* name) {
+      return fmt::format("\"{}\":{{\"module\":{},\"qualname\":{},\"user_defined\":false}}", name,
+                         Quoted(owner), Quoted(init + ".<locals>._" + name));
+    };
+    out += ",\"hooks\":{" + hook("pre_hook");
+    if (!s.restore_value.empty()) out += "," + hook("post_hook");
+    out += "}";
+  }
+  return out + "}";
+}
+
 }  // namespace
 
 Result<void> ValidateScenario(const Scenario& s) {
@@ -51,6 +108,9 @@ Result<void> ValidateScenario(const Scenario& s) {
     return bad("scenario: repetitions must be 1..10000");
   if (s.gpus == 0 || s.gpus > 1024) return bad("scenario: gpus must be 1..1024");
   if (s.bench_ns == 0 || s.kernel_ns == 0) return bad("scenario: durations must be positive");
+  if (!s.fla_version.empty() && s.tuner_class != kFlaTunerClass)
+    return bad(fmt::format("scenario: --fla {} records FLA's tuner class {}, not {}",
+                           s.fla_version, kFlaTunerClass, s.tuner_class));
   if (s.bench_ns > kMaxSynthKernelNs || s.kernel_ns > kMaxSynthKernelNs)
     return bad(fmt::format("scenario: durations must be at most {} ns (the reader refuses "
                            "kernels of more than an hour)",
@@ -69,6 +129,11 @@ Result<void> ValidateScenario(const Scenario& s) {
     if (IndexOf(s.arg_names, n) < 0)
       return bad(fmt::format("scenario: restore_value names '{}', which is not an argument ({})",
                              n, fmt::join(s.arg_names, ", ")));
+  if (s.probe_metadata || !s.fla_version.empty())
+    for (const auto& n : s.key_names)
+      if (IndexOf(s.arg_names, n) < 0)
+        return bad(fmt::format("scenario: the key names '{}', which is not an argument ({})", n,
+                               fmt::join(s.arg_names, ", ")));
   for (const auto& n : s.reset_to_zero)
     if (IndexOf(s.arg_names, n) < 0)
       return bad(fmt::format("scenario: reset_to_zero names '{}', which is not an argument ({})",
@@ -101,6 +166,12 @@ std::vector<std::string> SynthCommand(const Scenario& s) {
   add("gpus", std::to_string(s.gpus));
   add("seed", std::to_string(s.seed));
   add("tuner-class", s.tuner_class);
+  // Only when set, so that the traces of earlier scenarios keep their bytes.
+  if (s.probe_metadata && s.fla_version.empty()) c.push_back("--probe-metadata");
+  if (s.kernel_module != "__main__") add("kernel-module", s.kernel_module);
+  if (s.key_names != std::vector<std::string>{"N"}) add_list("key-names", s.key_names);
+  if (s.triton_version != "3.6.0") add("triton-version", s.triton_version);
+  if (!s.fla_version.empty()) add("fla", s.fla_version);
   return c;
 }
 
@@ -148,6 +219,8 @@ Result<void> WriteScenario(const Scenario& s, const std::string& path) {
   TraceWriter& tw = **w;
 
   uint64_t rng = s.seed;
+  const bool metadata = s.probe_metadata || !s.fla_version.empty();
+  std::set<uint64_t> described;  // tuners whose metadata was written
   const uint32_t cls = tw.String(s.tuner_class);
   std::vector<uint32_t> kernels;
   std::vector<std::string> configs;
@@ -200,7 +273,9 @@ Result<void> WriteScenario(const Scenario& s, const std::string& path) {
       // Thread t's call i tunes kernel (t + i) mod tuners, as it uses key (t + i) mod keys: with
       // as many threads as tuners, every tuner is called even with one call per thread.
       const uint32_t tn = (t + call) % s.tuners;
-      const std::string& key = s.keys[(t + call) % s.keys.size()];
+      const std::string& value = s.keys[(t + call) % s.keys.size()];
+      // The probe writes Triton's key tuple (autotuner.py:216-222): the key arguments' values.
+      const std::string key = metadata ? "(" + value + ",)" : value;
       TunerEvent base;
       base.tuner = 0x7f0000001000ull + tn * 0x100;
       base.tuner_class = cls;
@@ -212,7 +287,17 @@ Result<void> WriteScenario(const Scenario& s, const std::string& path) {
       begin.arg_names = s.arg_names;
       begin.restore_value = restore_idx;
       begin.reset_to_zero = reset_idx;
-      tuner(begin);
+      if (metadata) {
+        // The probe describes a tuner at its first call, in the order the calls happened.
+        const std::string meta = ProbeMetadata(s, tn == 0 ? "l2norm_fwd_kernel" : fmt::format("tuned_kernel_{}", tn));
+        steps[t].push_back({[&tw, begin, meta, &described](uint32_t th, uint64_t cpu) {
+          TunerEvent e = begin;
+          if (described.insert(e.tuner).second) e.detail = meta;
+          tw.AppendTuner(th, cpu, e);
+        }});
+      } else {
+        tuner(begin);
+      }
       for (uint32_t c = 0; c < s.configs; ++c) {
         TunerEvent bb = base;
         bb.kind = TunerKind::kBenchBegin;

@@ -77,6 +77,9 @@ class Reach:
                 continue  # a new helper, not on the path of any stock code
             if new is None or new is old or (name in before and old is None):
                 continue
+            if old is not None and (new.co_filename, new.co_firstlineno, new.co_name) == (
+                    old.co_filename, old.co_firstlineno, old.co_name):
+                continue  # a reloaded module's fresh copy of the same function, not a patch
             kind = "property" if isinstance(after[name], property) else "replacement"
             r = Replaced("%s.%s" % (cls_name, name), new, old,
                          "%s:%d" % (control.site_path(new.co_filename), new.co_firstlineno), kind)

@@ -160,6 +160,8 @@ class Setup:
         self._import_tuner_classes()
         if tuners.FAKE_TORCH:
             self.info["fake_torch"] = list(tuners.FAKE_TORCH)
+        if tuners.ALONE:
+            self.info["imported_alone"] = [list(a) for a in tuners.ALONE]
         before = _class_attrs(autotuner.Autotuner)
         for i, path in enumerate(self.cfg.get("patches", [])):
             self.info["patches"].append(self._import_patch(i, path, before))
@@ -260,6 +262,18 @@ class Setup:
             out["changed"].append("triton.runtime.autotuner.Autotuner rebound to another class "
                                   "object (%s.%s)" % (getattr(now, "__module__", "?"),
                                                       getattr(now, "__qualname__", "?")))
+            if isinstance(now, type):
+                # What the new class runs in place of the stock code (a locked subclass's run,
+                # a lock put on a reloaded module's fresh class) is a replacement too: a tuner
+                # class defined over the old class object (FLA's CachedAutotuner, imported
+                # before the patches) never enters it (patch-not-reached). A reload's fresh
+                # copies of stock functions are not (reach.py).
+                fresh = _class_attrs(now)
+                n = len(self.reach.replaced)
+                self.reach.note("Autotuner", before, fresh)
+                for r in self.reach.replaced[n:]:
+                    out["changed"].append("its %s -> %s" % (
+                        r.name.split(".", 1)[1], _describe(fresh[r.name.split(".", 1)[1]])))
         return out
 
     def _watch(self, path):

@@ -248,9 +248,13 @@ def tuner_class(recorded, meta, autotuner_cls, folders, watch=None):
             try:
                 obj = importlib.import_module(mod)
             except ModuleNotFoundError as e:
-                if e.name != "torch" or "." not in mod:
+                # A dependency this Python lacks: torch (CI's have none; the fake stands in),
+                # or one a parent package's __init__ needs (FLA's import every kernel, and
+                # those need einops too): the module alone, its parents bare. When the module
+                # itself needs it, that import fails again and says so.
+                if "." not in mod or not e.name or mod == e.name or mod.startswith(e.name + "."):
                     raise
-                obj = import_alone(mod, path)
+                obj = import_alone(mod, path, missing=e.name)
             for part in qualname.split("."):
                 obj = getattr(obj, part)
         except Exception as e:  # noqa: BLE001 - any failure is the one line the user reads
@@ -262,13 +266,16 @@ def tuner_class(recorded, meta, autotuner_cls, folders, watch=None):
 
 
 FAKE_TORCH = []  # the modules import_alone loaded with the fake torch (serve.py says so)
+ALONE = []       # the others import_alone loaded, each with the module their packages lack
 
 
-def import_alone(mod, path):
+def import_alone(mod, path, missing="torch"):
     """Module `mod` (in package `path`, trust-checked) imported without running its parent
-    packages' ``__init__`` (FLA's import every kernel, and those need torch), with the minimal
-    fake torch (fake_torch.py) standing in while it imports, when this Python has none: each
-    parent package is a bare module whose ``__path__`` is its folder."""
+    packages' ``__init__`` (FLA's import every kernel, and those need torch and einops), with the
+    minimal fake torch (fake_torch.py) standing in while it imports, when this Python has none:
+    each parent package is a bare module whose ``__path__`` is its folder. `missing`: the module
+    whose absence made the package's own import fail (said in the engine's first lines)."""
+    import importlib.machinery
     import importlib.util
     import sys
     import types
@@ -282,22 +289,37 @@ def import_alone(mod, path):
         if name not in sys.modules:
             pkg = types.ModuleType(name)
             pkg.__path__ = [os.path.join(top, *parts[1:i])]
+            # A spec, so that finding another of its modules later (trust.check) works.
+            pkg.__spec__ = importlib.machinery.ModuleSpec(name, None, is_package=True)
+            pkg.__spec__.submodule_search_locations = pkg.__path__
             pkg.__rerace_bare__ = True
             sys.modules[name] = pkg
-    fake = importlib.util.find_spec("torch") is None and "torch" not in sys.modules
-    if fake:
-        from . import fake_torch
-        sys.modules["torch"] = fake_torch
-    try:
-        spec = importlib.util.spec_from_file_location(mod, file)
-        m = importlib.util.module_from_spec(spec)
-        sys.modules[mod] = m
-        spec.loader.exec_module(m)
-    finally:
+    no_torch = importlib.util.find_spec("torch") is None and "torch" not in sys.modules
+    # The fake torch only where torch is what is missing: the package's (missing == "torch"),
+    # or, after another dependency of the package, the module's own.
+    fake = no_torch and missing == "torch"
+    while True:
         if fake:
-            del sys.modules["torch"]
+            from . import fake_torch
+            sys.modules["torch"] = fake_torch
+        try:
+            spec = importlib.util.spec_from_file_location(mod, file)
+            m = importlib.util.module_from_spec(spec)
+            sys.modules[mod] = m
+            spec.loader.exec_module(m)
+            break
+        except ModuleNotFoundError as e:
+            sys.modules.pop(mod, None)
+            if fake or not no_torch or e.name != "torch":
+                raise
+            fake = True
+        finally:
+            if fake:
+                sys.modules.pop("torch", None)
     if fake:
         FAKE_TORCH.append(mod)
+    if missing != "torch":
+        ALONE.append([mod, missing])
     return m
 
 

@@ -16,6 +16,10 @@
 // The model is the default mode (the probe does not record FLA_CACHE_MODE, nor whether FLA's
 // config directory holds the kernel's file): no cache seeding; Triton's steps are 3.6's (FLA
 // over another Triton release keeps that release's run but FLA's hooks).
+// Differential-tested against FLA's real class under the python engine, both releases, every
+// FLA_CACHE_MODE with an empty config directory (tests/replay/fla_fidelity_test.cc); with a
+// config file for the kernel the real code seeds self.cache and does not tune, which this model
+// (following a cold recording) does not do (docs/FIDELITY.md).
 //
 // The steps of the releases (tools/scripts/step-table.py emits them from the wheels and checks
 // these blocks and every cache.py label against both; Triton's labels are 3.6's, checked in

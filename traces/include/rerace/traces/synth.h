@@ -40,7 +40,25 @@ struct Scenario {
   uint32_t gpus = 1;                 // thread t runs on GPU t % gpus
   uint64_t seed = 1;
   std::string tuner_class = "triton.runtime.autotuner.Autotuner";
+  // The probe's metadata (rerace_probe.metadata, version 1) in each tuner's first call-begin
+  // detail, as `rerace record --probe triton` writes it: the kernel's module and name, the key
+  // names, the tuner class split into module and qualname, the Triton (and FLA) versions and
+  // where `run`, Triton's `Autotuner.run`, `_bench` and the hooks are defined. Off: no detail
+  // (the shape of recordings made before the probe wrote metadata). With metadata the keys are
+  // written as the probe writes them, "(4096,)" (the key arguments' values), so that the
+  // real-code engine reads them by their names.
+  bool probe_metadata = false;
+  std::string kernel_module = "__main__";  // where the kernel is defined: a script's kernel
+  std::vector<std::string> key_names = {"N"};  // the autotune key's argument names
+  std::string triton_version = "3.6.0";
+  // FLA's release (e.g. "0.6.0"): the tuner is FLA's CachedAutotuner (fla_cache_autotune), its
+  // class and `run` in fla.ops.utils.cache, its None-safe hooks FLA's; implies probe_metadata
+  // and tuner_class "fla.ops.utils.cache.CachedAutotuner". Empty: Triton's Autotuner.
+  std::string fla_version;
 };
+
+// The tuner class FLA's fla_cache_autotune builds, as the probe names it.
+inline constexpr const char* kFlaTunerClass = "fla.ops.utils.cache.CachedAutotuner";
 
 // What one scenario may ask for: each parameter has its range, and their product (the events
 // written, each held in memory until written) is bounded too, so that what synth writes the
