@@ -30,7 +30,8 @@ unset PYTHONPATH RERACE_PYTHONPATH RERACE_EXE RERACE_PROBE_DIR
 export PATH="$VENV/bin:$PATH"
 
 [ "$(command -v rerace)" = "$VENV/bin/rerace" ] || fail "rerace on PATH is $(command -v rerace), not the venv's"
-rerace --help | head -1
+help=$(rerace --help) || fail "rerace --help exited $?"
+echo "${help%%$'\n'*}"
 ! grep -aq "$SRC" "$VENV/bin/rerace" || fail "the installed rerace has the source tree's path compiled in"
 python -c "
 import rerace, rerace._core, rerace_real, rerace_probe, sys
@@ -41,7 +42,8 @@ t = rerace.Trace('$SRC/traces/samples/triton-none-h200.rrt')
 print('import rerace:', rerace.__file__, t)
 "
 [ -f "$VENV/share/rerace/python/rerace_real/serve.py" ] || fail "no engine in $VENV/share/rerace/python"
-python -m rerace_real --help | head -1
+usage=$(python -m rerace_real --help) || fail "python -m rerace_real --help exited $?"
+echo "${usage%%$'\n'*}"
 
 EX=$SRC/examples/pytest-triton
 set +e
@@ -50,7 +52,7 @@ good=$?
 python -m pytest -p no:cacheprovider -q "$EX" -m bad_patch > bad.log 2>&1
 bad=$?
 set -e
-cat bad.log | tail -25
+tail -25 bad.log
 [ $good -eq 0 ] || fail "the good patch's tests exited $good, expected 0"
 [ $bad -eq 1 ] || fail "the bad patch's test exited $bad, expected 1 (a failed test)"
 grep -q "FAILS" bad.log || fail "the bad patch's failure does not print the verdict"
