@@ -210,7 +210,10 @@ class CheckResult:
         if self.counterexample is not None:
             lines.append("counterexample: " + self.counterexample.describe())
         elif self.inconclusive:
-            lines.append("no counterexample, but the search stopped at its budget: not a holds")
+            # The JSON gives no reason; the two the command line gives, from the search.
+            why = ("--bound 0 never preempts a thread, so it cannot reach a race"
+                   if s.bound == 0 else "the search stopped at its budget before it was exhausted")
+            lines.append(f"no counterexample, but {why}: this certifies nothing (not a holds)")
         lines.append(f"command: {self.command}")
         return "\n".join(lines)
 

@@ -88,7 +88,12 @@ class CheckFromJson(unittest.TestCase):
         inc = CheckResult.from_json(check_json("inconclusive", False), 3, ["rerace"], [])
         with self.assertRaises(RaceFound) as e:
             assert_holds(inc)
+        self.assertIn("stopped at its budget", str(e.exception))
         self.assertIn("not a holds", str(e.exception))
+        bound0 = check_json("inconclusive", True)
+        bound0["search"]["bound"] = 0
+        self.assertIn("--bound 0 never preempts",
+                      str(CheckResult.from_json(bound0, 3, ["rerace"], [])))
 
 
 class ReplayAndFuzzFromJson(unittest.TestCase):
