@@ -51,6 +51,7 @@ def find_exe() -> str:
             candidates.insert(0, Path(paths["scripts"]) / "rerace")
         else:
             candidates.append(Path(paths["scripts"]) / "rerace")
+    candidates = list(dict.fromkeys(candidates))
     for c in candidates:
         if c.is_file() and os.access(c, os.X_OK):
             return str(c)
