@@ -50,7 +50,7 @@ test: build build-nocuda
 
 # The pip package from a clean state: the C++ build dependencies (Debian), then
 # tools/scripts/test-pip.sh (its venv's Python: build/py/venv312's when there, else python3;
-# PIP_PYTHON=... another). Builds only the rerace CLI and the extension (Release, no LTO, ccache
+# RERACE_VENV_PYTHON=... another). Builds only the rerace CLI and the extension (Release, no LTO, ccache
 # when installed) in build/pip/.
 test-pip:
 	@tools/scripts/install-deps.sh

@@ -5,11 +5,14 @@
 # and the example project's pytest (examples/pytest-triton): the good patch's tests pass
 # (exit 0), the bad patch's test fails (exit 1) printing the counterexample and its replay
 # command.
-#   PIP_PYTHON=/path/to/python3   the Python of the venv (default build/py/venv312's, else python3)
+#   RERACE_VENV_PYTHON=/path/to/python3   the Python of the venv (default build/py/venv312's, else
+#   python3). NB: not PIP_PYTHON: pip reads every PIP_* variable as an option (--python).
 set -euo pipefail
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$SRC"
-PY=${PIP_PYTHON:-}
+# pip takes PIP_* from the environment as options: none may send it into another environment.
+unset PIP_PYTHON PIP_TARGET PIP_PREFIX PIP_USER PIP_ROOT
+PY=${RERACE_VENV_PYTHON:-}
 if [ -z "$PY" ]; then
   if [ -x build/py/venv312/bin/python ]; then PY=build/py/venv312/bin/python; else PY=python3; fi
 fi
