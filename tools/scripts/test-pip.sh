@@ -58,6 +58,6 @@ set -e
 tail -25 bad.log
 [ $good -eq 0 ] || fail "the good patch's tests exited $good, expected 0"
 [ $bad -eq 1 ] || fail "the bad patch's test exited $bad, expected 1 (a failed test)"
-grep -q "FAILS" bad.log || fail "the bad patch's failure does not print the verdict"
+grep -q -- "- rerace -" bad.log && grep -q "FAILS" bad.log || fail "the bad patch's failure does not print the plugin's rerace section with the verdict"
 grep -q "replay it: rerace replay" bad.log || fail "the bad patch's failure does not print the replay command"
 echo "test-pip: ok (good patch: exit 0; bad patch: exit 1 with its counterexample)"
