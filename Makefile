@@ -4,6 +4,8 @@
 #               and the determinism check across the two
 #   make test-sanitize   the test suites under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make bench  build and run the benchmarks
+#   make test-pip   `pip install .` into a fresh venv (build/pip-venv), then the installed
+#               rerace, `import rerace` and the example project's pytest (examples/pytest-triton)
 JOBS    ?= $(shell nproc)
 WERROR  ?= OFF
 CUDA    ?= $(shell command -v nvcc >/dev/null 2>&1 && echo ON || echo OFF)
@@ -15,7 +17,7 @@ PY_FLAGS = -DRERACE_PY_ROOT=$(PY_ROOT)
 # (a CI fuzz job, say); the python engine's tests then skip, saying what is missing.
 PYTHON_ENVS ?= ON
 
-.PHONY: all deps build build-nocuda build-asan build-fuzz build-tsan test-tsan fuzz test test-nocuda test-sanitize demo bench clean
+.PHONY: test-pip all deps build build-nocuda build-asan build-fuzz build-tsan test-tsan fuzz test test-nocuda test-sanitize demo bench clean
 
 all: build
 
@@ -45,6 +47,14 @@ test: build build-nocuda
 	cd build && ctest --output-on-failure -j $(JOBS) -LE gpu
 	cd build-nocuda && ctest --output-on-failure -j $(JOBS) -LE gpu
 	tools/scripts/check-determinism.sh build/bin/rerace build-nocuda/bin/rerace
+
+# The pip package from a clean state: the C++ build dependencies (Debian), then
+# tools/scripts/test-pip.sh (its venv's Python: build/py/venv312's when there, else python3;
+# RERACE_VENV_PYTHON=... another). Builds only the rerace CLI and the extension (Release, no LTO, ccache
+# when installed) in build/pip/.
+test-pip:
+	@tools/scripts/install-deps.sh
+	tools/scripts/test-pip.sh
 
 test-sanitize: build-asan
 	cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \

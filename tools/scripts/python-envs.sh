@@ -33,7 +33,7 @@ venv() {  # venv DIR PYTHON
 
 venv "$root/venv" "$base"
 # PyYAML: the nightly workflow's dry-run test reads docs/ci/nightly-fuzz.yml with it; setuptools
-# and wheel: the packaging test builds `pip install .` offline with them.
+# and wheel: no test needs them now (the pip package is `make test-pip`'s, with PyPI).
 "$root/venv/bin/python" -c 'import yaml, wheel, setuptools' 2>/dev/null ||
   pipq "$root/venv/bin/python" pyyaml wheel "setuptools>=61" ||
   echo "python-envs: pyyaml/wheel/setuptools not installed; the workflow and packaging tests will skip"

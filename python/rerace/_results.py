@@ -1,0 +1,325 @@
+"""The result objects: what ``rerace replay|fuzz|check --json`` prints, as Python objects.
+
+Every ``from_json`` takes the parsed JSON of one command and keeps the raw dict in ``.json``
+for anything not surfaced as an attribute. The repr of a failing result carries the
+counterexample and the command that replays it, so a failing ``assert`` shows both.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from ._run import shell
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One failure a run saw: ``kind`` (e.g. ``nargs-none``, ``wrong-restore``), the thread
+    (``thread``, ``thread_name``), the step, ``place`` (``triton/runtime/autotuner.py:233 in
+    benchmark``), the exception (``type``, ``message``; ``silent`` for a corruption that raised
+    nothing) and ``words``, the one-sentence story of how it came about."""
+
+    kind: str
+    thread: int
+    thread_name: str
+    step: int
+    place: str
+    type: str
+    message: str
+    words: str
+    silent: bool
+
+    @property
+    def traceback(self) -> str:
+        """The finding as the text report prints it: exception and the place it was raised."""
+        exc = self.type if not self.message else f"{self.type}: {self.message}"
+        return f"{exc}\n  at {self.place}"
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> "Finding":
+        return cls(kind=d.get("code", ""), thread=int(d.get("thread", 0)),
+                   thread_name=d.get("thread_name", ""), step=int(d.get("step", 0)),
+                   place=d.get("where", ""), type=d.get("type", ""),
+                   message=d.get("message", ""), words=d.get("words", ""),
+                   silent=bool(d.get("silent", False)))
+
+    def __str__(self) -> str:
+        return (f"{self.kind} in thread {self.thread} ({self.thread_name}) at step {self.step}: "
+                f"{self.traceback.splitlines()[0]} at {self.place}; {self.words}")
+
+
+@dataclass(frozen=True)
+class Run:
+    """One replay: whether it ``failed``, its ``findings``, the ``schedule`` line that replays it
+    exactly, and ``replay_command``, the command line that does (``rerace replay ... --schedule``)."""
+
+    trace: str
+    fix: str
+    engine: str
+    strategy: str
+    failed: bool
+    steps: int
+    findings: list[Finding]
+    schedule: str
+    replay_command: str
+    patch_reach: list[str] = field(default_factory=list)
+    json: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any], base: list[str]) -> "Run":
+        """``base``: the replay command's options besides trace and schedule (fix, engine...)."""
+        schedule = d.get("schedule", "")
+        cmd = ["rerace", "replay", d.get("trace", ""), "--schedule", schedule, *base]
+        return cls(trace=d.get("trace", ""), fix=d.get("fix", ""), engine=d.get("engine", ""),
+                   strategy=d.get("strategy", ""), failed=bool(d.get("failed", False)),
+                   steps=int(d.get("steps", 0)),
+                   findings=[Finding.from_json(f) for f in d.get("findings", [])],
+                   schedule=schedule, replay_command=shell(cmd) if schedule else "",
+                   patch_reach=list(d.get("patch_reach", [])), json=d)
+
+    def describe(self) -> str:
+        lines = [f"{len(self.findings)} finding(s) under {self.strategy}:"]
+        lines += [f"  {f}" for f in self.findings]
+        lines += [f"  patch reach: {r}" for r in self.patch_reach]
+        if self.replay_command:
+            lines.append(f"replay it: {self.replay_command}")
+        return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class ReplayResult(Run):
+    """``rerace.replay``'s result: a Run, and ``exit_code`` (0 passed, 1 failed)."""
+
+    exit_code: int = 0
+
+    def __bool__(self) -> bool:
+        return not self.failed
+
+    def __repr__(self) -> str:
+        head = f"ReplayResult({'FAILED' if self.failed else 'passed'}, {self.trace}, fix={self.fix}"
+        if self.findings:
+            f = self.findings[0]
+            head += f", {f.kind} in thread {f.thread} at {f.place}"
+        return head + ")"
+
+    def __str__(self) -> str:
+        return self.describe()
+
+
+@dataclass(frozen=True)
+class Search:
+    """How check searched: ``method`` (dpor...), preemption ``bound``, ``runs`` of ``max_runs``,
+    and whether it was ``exhausted`` (every schedule in the bound explored)."""
+
+    method: str
+    bound: int
+    runs: int
+    max_runs: int
+    exhausted: bool
+    sampled: int
+    probed: int
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> "Search":
+        return cls(method=d.get("method", ""), bound=int(d.get("bound", 0)),
+                   runs=int(d.get("runs", 0)), max_runs=int(d.get("max_runs", 0)),
+                   exhausted=bool(d.get("exhausted", False)), sampled=int(d.get("sampled", 0)),
+                   probed=int(d.get("probed", 0)))
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """``rerace.check``'s result.
+
+    ``verdict`` is ``"holds"`` (exit 0), ``"fails"`` (exit 1: ``counterexample`` is the failing
+    Run, with its schedule and ``replay_command``) or ``"inconclusive"`` (exit 3: no
+    counterexample, but the search stopped at its budget before it was exhausted; never a
+    holds). ``holds`` is true only for ``"holds"``. ``cost`` is the fix's cost as check prices
+    it (``cost["ratio"]`` of the step time without the fix; None where nothing is priced).
+
+    >>> r = rerace.check("step.rrt", patch="ourfix.py")
+    >>> r.verdict, r.explored, r.search.exhausted
+    ('holds', 139, True)
+    """
+
+    trace: str
+    fix: str
+    patches: list[str]
+    engine: str
+    verdict: str
+    explored: int
+    search: Search
+    counterexample: Optional[Run]
+    cost: Optional[dict[str, Any]]
+    exit_code: int
+    command: str
+    assumed: str = ""
+    json: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def holds(self) -> bool:
+        return self.verdict == "holds"
+
+    @property
+    def fails(self) -> bool:
+        return self.verdict == "fails"
+
+    @property
+    def inconclusive(self) -> bool:
+        return self.verdict == "inconclusive"
+
+    @property
+    def exhausted(self) -> bool:
+        return self.search.exhausted
+
+    @property
+    def findings(self) -> list[Finding]:
+        return self.counterexample.findings if self.counterexample else []
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any], exit_code: int, cmd: list[str],
+                  replay_base: list[str]) -> "CheckResult":
+        ce = d.get("counterexample")
+        verdict = d.get("verdict", "")
+        # The exit code is the command line's verdict; a JSON that disagrees is a bug in one of
+        # the two, which must not read as a pass.
+        expected = {0: "holds", 1: "fails", 3: "inconclusive"}.get(exit_code)
+        if expected is not None and verdict != expected:
+            from ._errors import Error
+            raise Error(f"check printed verdict {verdict!r} but exited {exit_code} "
+                        f"(expected {expected!r})", 70, cmd)
+        return cls(trace=d.get("trace", ""), fix=d.get("fix", ""),
+                   patches=[p.get("file", "") for p in d.get("patches", [])],
+                   engine=d.get("engine", ""), verdict=verdict,
+                   explored=int(d.get("explored", 0)),
+                   search=Search.from_json(d.get("search", {})),
+                   counterexample=Run.from_json(ce, replay_base) if ce else None,
+                   cost=d.get("cost"), exit_code=exit_code, command=shell(cmd),
+                   assumed=d.get("assumed", ""), json=d)
+
+    def __bool__(self) -> bool:
+        return self.holds
+
+    def describe(self) -> str:
+        what = self.fix if not self.patches else f"{self.fix} + patch {', '.join(self.patches)}"
+        s = self.search
+        lines = [f"check {self.trace} ({what}, engine {self.engine}): {self.verdict.upper()} "
+                 f"after {self.explored} schedules ({s.method}, bound {s.bound}, "
+                 f"{'exhausted' if s.exhausted else 'not exhausted'})"]
+        if self.counterexample is not None:
+            lines.append("counterexample: " + self.counterexample.describe())
+        elif self.inconclusive:
+            # The JSON gives no reason; the two the command line gives, from the search.
+            why = ("--bound 0 never preempts a thread, so it cannot reach a race"
+                   if s.bound == 0 else "the search stopped at its budget before it was exhausted")
+            lines.append(f"no counterexample, but {why}: this certifies nothing (not a holds)")
+        lines.append(f"command: {self.command}")
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        # One line (pytest cuts an assertion's repr at 240 characters; its plugin prints the
+        # whole report in a section of its own): the verdict, the first finding, the replay.
+        head = f"CheckResult({self.verdict}, {self.explored} schedules"
+        ce = self.counterexample
+        if ce is not None and ce.findings:
+            f = ce.findings[0]
+            head += f", {f.kind} in thread {f.thread} at {f.place}"
+        if ce is not None and ce.replay_command:
+            head += f"; replay it: {ce.replay_command}"
+        return head + ")"
+
+    def __str__(self) -> str:
+        return self.describe()
+
+
+@dataclass(frozen=True)
+class FuzzFailure:
+    """One distinct failure fuzz found: its ``failure`` (kind at place), the ``seed`` and
+    ``schedule`` that show it, and ``replay_command``."""
+
+    failure: str
+    seed: int
+    schedule: str
+    thread_name: str
+    type: str
+    message: str
+    words: str
+    silent: bool
+    replay_command: str
+
+    @property
+    def kind(self) -> str:
+        return self.failure.split(" at ", 1)[0]
+
+    @property
+    def place(self) -> str:
+        return self.failure.split(" at ", 1)[1] if " at " in self.failure else ""
+
+
+@dataclass(frozen=True)
+class FuzzTrace:
+    trace: str
+    fix: str
+    engine: str
+    runs: int
+    failing: int
+    failures: list[FuzzFailure]
+
+
+@dataclass(frozen=True)
+class FuzzResult:
+    """``rerace.fuzz``'s result: per trace, the runs, how many failed and each distinct failure
+    once. ``failed`` when any run failed (exit 1)."""
+
+    traces: list[FuzzTrace]
+    exit_code: int
+    command: str
+    json: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def failed(self) -> bool:
+        return any(t.failing for t in self.traces)
+
+    @property
+    def failures(self) -> list[FuzzFailure]:
+        return [f for t in self.traces for f in t.failures]
+
+    def __bool__(self) -> bool:
+        return not self.failed
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any], exit_code: int, cmd: list[str],
+                  replay_base: list[str]) -> "FuzzResult":
+        traces = []
+        for t in d.get("traces", []):
+            fails = [FuzzFailure(failure=f.get("failure", ""), seed=int(f.get("seed", 0)),
+                                 schedule=f.get("schedule", ""),
+                                 thread_name=f.get("thread_name", ""), type=f.get("type", ""),
+                                 message=f.get("message", ""), words=f.get("words", ""),
+                                 silent=bool(f.get("silent", False)),
+                                 replay_command=shell(["rerace", "replay", t.get("trace", ""),
+                                                       "--schedule", f.get("schedule", ""),
+                                                       *replay_base]))
+                     for f in t.get("failures", [])]
+            traces.append(FuzzTrace(trace=t.get("trace", ""), fix=t.get("fix", ""),
+                                    engine=t.get("engine", ""), runs=int(t.get("runs", 0)),
+                                    failing=int(t.get("failing", 0)), failures=fails))
+        return cls(traces=traces, exit_code=exit_code, command=shell(cmd), json=d)
+
+    def __repr__(self) -> str:
+        runs = sum(t.runs for t in self.traces)
+        failing = sum(t.failing for t in self.traces)
+        kinds = ", ".join(dict.fromkeys(f.kind for f in self.failures))
+        return (f"FuzzResult({'FAILED' if self.failed else 'passed'}, {failing} of {runs} runs"
+                f"{', ' + kinds if kinds else ''})")
+
+    def __str__(self) -> str:
+        lines = [repr(self)]
+        for t in self.traces:
+            lines.append(f"  {t.trace}: {t.failing} of {t.runs} runs failed")
+            for f in t.failures:
+                lines.append(f"    {f.failure} (seed {f.seed}): {f.words}")
+                lines.append(f"      replay it: {f.replay_command}")
+        lines.append(f"command: {self.command}")
+        return "\n".join(lines)

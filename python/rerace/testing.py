@@ -1,0 +1,41 @@
+"""Assertions for a team's tests: a failure's message is the counterexample and the command
+that replays it.
+
+    from rerace.testing import assert_holds
+
+    def test_our_fix_holds():
+        assert_holds(rerace.check("step.rrt", patch="ourfix.py"))
+
+(``assert rerace.check(...).holds`` reads as well: pytest shows the result's repr, which
+carries the same.)
+"""
+
+from __future__ import annotations
+
+from ._results import CheckResult, FuzzResult, ReplayResult
+
+
+class RaceFound(AssertionError):
+    """A check that did not hold, or a replay or fuzz that failed; str() is the report."""
+
+
+def assert_holds(result: CheckResult) -> CheckResult:
+    """Passes only on ``holds``: ``fails`` and ``inconclusive`` raise RaceFound with the report
+    (the counterexample's findings and replay command, or why the search was not exhausted)."""
+    if not result.holds:
+        raise RaceFound(result.describe())
+    return result
+
+
+def assert_fails(result: CheckResult) -> CheckResult:
+    """For a test that pins a known race (the stock tuner fails): passes only on ``fails``."""
+    if not result.fails:
+        raise RaceFound(f"expected a counterexample, got {result.verdict}\n{result.describe()}")
+    return result
+
+
+def assert_passes(result: ReplayResult | FuzzResult) -> ReplayResult | FuzzResult:
+    """A replay or fuzz in which nothing failed."""
+    if result.failed:
+        raise RaceFound(str(result))
+    return result

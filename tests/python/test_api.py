@@ -1,0 +1,161 @@
+"""The Python API's JSON-to-object layer (python/rerace/_results.py, _run.py) against what
+`rerace replay|fuzz|check --json` prints, and its errors; with RERACE_EXE (ctest sets it to the
+build's rerace) the same end to end on a sample trace, in the model engine.
+
+Run: python -m unittest -v tests/python/test_api.py (from the source root; no build needed for
+the JSON cases)."""
+import os
+import stat
+import sys
+import tempfile
+import unittest
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "python"))
+
+import rerace  # noqa: E402
+from rerace import _run  # noqa: E402
+from rerace._results import CheckResult, FuzzResult, ReplayResult  # noqa: E402
+from rerace.testing import RaceFound, assert_fails, assert_holds  # noqa: E402
+
+SAMPLE = ROOT / "traces" / "samples" / "triton-none-h200.rrt"
+
+FINDING = {"code": "nargs-none", "silent": False, "thread": 1, "thread_name": "ThreadPoolExecutor-0_0",
+           "step": 110, "type": "TypeError", "message": "'NoneType' object is not a mapping",
+           "where": "triton/runtime/autotuner.py:233 in benchmark",
+           "words": "nargs is None after thread 1 benchmarked: thread 2 set it to None at step 109"}
+RUN = {"trace": "/t/step.rrt", "engine": "python", "fix": "none", "strategy": "DPOR, shrunk",
+       "failed": True, "steps": 141, "findings": [FINDING], "duplicates": [],
+       "schedule": "rs1:0.1*53.2*56.1.3*5", "patch_reach": ["your Autotuner._bench replacement (bad.py:5) was entered by 2 of 8 threads' calls"]}
+
+
+def check_json(verdict, exhausted, counterexample=None):
+    return {"trace": "/t/step.rrt", "fix": "none", "patches": [{"file": "bad.py", "sha256": "04"}],
+            "engine": "python", "failure": "", "verdict": verdict, "explored": 43,
+            "search": {"method": "dpor", "bound": 1, "runs": 43, "max_runs": 200,
+                       "exhausted": exhausted, "sampled": 0, "probed": 1},
+            "cost": None, "counterexample": counterexample}
+
+
+BASE = ["--engine", "python", "--python-exe", "/venv/bin/python", "--patch", "bad.py"]
+
+
+class CheckFromJson(unittest.TestCase):
+    def test_fails_carries_counterexample_and_replay_command(self):
+        r = CheckResult.from_json(check_json("fails", False, RUN), 1, ["rerace", "check"], BASE)
+        self.assertTrue(r.fails)
+        self.assertFalse(r.holds)
+        self.assertFalse(r)
+        self.assertEqual(r.patches, ["bad.py"])
+        f = r.counterexample.findings[0]
+        self.assertEqual((f.kind, f.thread, f.place, f.type), ("nargs-none", 1,
+                         "triton/runtime/autotuner.py:233 in benchmark", "TypeError"))
+        self.assertIn("TypeError: 'NoneType' object is not a mapping", f.traceback)
+        self.assertEqual(r.counterexample.replay_command,
+                         "rerace replay /t/step.rrt --schedule 'rs1:0.1*53.2*56.1.3*5' --engine python "
+                         "--python-exe /venv/bin/python --patch bad.py")
+        self.assertIn("nargs-none in thread 1 at triton/runtime/autotuner.py:233", repr(r))
+        text = str(r)
+        for part in ("FAILS", "nargs-none in thread 1", "replay it: rerace replay",
+                     "patch reach: your Autotuner._bench"):
+            self.assertIn(part, text)
+
+    def test_holds_only_when_the_verdict_says_so(self):
+        cases = [  # (verdict, exit code, exhausted, holds)
+            ("holds", 0, True, True),
+            ("inconclusive", 3, False, False),
+        ]
+        for verdict, code, exhausted, holds in cases:
+            with self.subTest(verdict=verdict):
+                r = CheckResult.from_json(check_json(verdict, exhausted), code, ["rerace"], [])
+                self.assertEqual(r.holds, holds)
+                self.assertEqual(r.exhausted, exhausted)
+                self.assertEqual(r.exit_code, code)
+                self.assertIsNone(r.counterexample)
+
+    def test_a_verdict_the_exit_code_contradicts_is_an_error(self):
+        with self.assertRaises(rerace.Error) as e:
+            CheckResult.from_json(check_json("holds", True), 1, ["rerace"], [])
+        self.assertEqual(e.exception.exit_code, 70)
+
+    def test_assert_holds_raises_with_the_report(self):
+        bad = CheckResult.from_json(check_json("fails", False, RUN), 1, ["rerace", "check"], BASE)
+        with self.assertRaises(RaceFound) as e:
+            assert_holds(bad)
+        self.assertIn("rerace replay /t/step.rrt --schedule", str(e.exception))
+        assert_fails(bad)
+        inc = CheckResult.from_json(check_json("inconclusive", False), 3, ["rerace"], [])
+        with self.assertRaises(RaceFound) as e:
+            assert_holds(inc)
+        self.assertIn("stopped at its budget", str(e.exception))
+        self.assertIn("not a holds", str(e.exception))
+        bound0 = check_json("inconclusive", True)
+        bound0["search"]["bound"] = 0
+        self.assertIn("--bound 0 never preempts",
+                      str(CheckResult.from_json(bound0, 3, ["rerace"], [])))
+
+
+class ReplayAndFuzzFromJson(unittest.TestCase):
+    def test_replay(self):
+        r = ReplayResult.from_json(RUN, [])
+        self.assertTrue(r.failed)
+        self.assertEqual(r.findings[0].thread_name, "ThreadPoolExecutor-0_0")
+        self.assertIn("--schedule 'rs1:0.1*53.2*56.1.3*5'", r.replay_command)
+
+    def test_fuzz(self):
+        d = {"rerace_fuzz": 1, "traces": [{"trace": "/t/a.rrt", "fix": "none", "engine": "model",
+             "runs": 20, "failing": 20, "failures": [
+                 {"failure": "wrong-restore at triton/runtime/autotuner.py:74 in _post_hook",
+                  "seed": 1, "schedule": "rs1:6.4", "thread_name": "T", "type": "(none)",
+                  "message": "", "words": "w", "silent": True, "first": True}]}]}
+        f = FuzzResult.from_json(d, 1, ["rerace", "fuzz"], ["--fix", "none"])
+        self.assertTrue(f.failed)
+        self.assertEqual(f.failures[0].kind, "wrong-restore")
+        self.assertEqual(f.failures[0].place, "triton/runtime/autotuner.py:74 in _post_hook")
+        self.assertEqual(f.failures[0].replay_command,
+                         "rerace replay /t/a.rrt --schedule rs1:6.4 --fix none")
+
+
+class Errors(unittest.TestCase):
+    def fake_exe(self, script):
+        d = tempfile.mkdtemp()
+        p = Path(d) / "rerace"
+        p.write_text("#!/bin/sh\n" + script)
+        p.chmod(p.stat().st_mode | stat.S_IEXEC)
+        return str(p)
+
+    def test_a_non_verdict_exit_is_an_error_with_the_one_line_message(self):
+        exe = self.fake_exe("echo 'engine: starting' >&2\n"
+                            "echo 'rerace: error: x.rrt: cannot open the trace: No such file or directory' >&2\nexit 66\n")
+        os.environ["RERACE_EXE"] = exe
+        try:
+            with self.assertRaises(rerace.Error) as e:
+                rerace.check("x.rrt")
+        finally:
+            del os.environ["RERACE_EXE"]
+        self.assertEqual(e.exception.exit_code, 66)
+        self.assertEqual(e.exception.message, "x.rrt: cannot open the trace: No such file or directory")
+        self.assertEqual(e.exception.command[1:], ["check", "x.rrt", "--json"])
+
+    def test_patch_selects_the_python_engine_in_this_interpreter(self):
+        args = rerace._common(None, "fix.py", None, None, [])
+        self.assertEqual(args, ["--engine", "python", "--python-exe", sys.executable, "--patch", "fix.py"])
+
+
+@unittest.skipUnless(os.environ.get("RERACE_EXE"), "RERACE_EXE not set (ctest sets it to the build's rerace)")
+class EndToEnd(unittest.TestCase):
+    def test_check_replay_fuzz_on_the_sample(self):
+        r = rerace.check(SAMPLE)
+        self.assertEqual(r.verdict, "fails")
+        again = rerace.replay(SAMPLE, schedule=r.counterexample.schedule)
+        self.assertEqual(again.findings, r.counterexample.findings)
+        self.assertTrue(rerace.fuzz(SAMPLE, runs=5).failed)
+        self.assertFalse(rerace.fuzz(SAMPLE, runs=5, fix="lock-run").failed)
+        with self.assertRaises(rerace.Error) as e:
+            rerace.replay(SAMPLE, seed=1, args=["--bogus"])
+        self.assertEqual(e.exception.exit_code, 64)
+
+
+if __name__ == "__main__":
+    unittest.main()
