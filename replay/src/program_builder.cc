@@ -274,11 +274,21 @@ Result<void> ProgramBuilder::AddTuner(const Event& e, const TunerEvent& te, cons
     ck.bench = static_cast<uint32_t>(bench_gpu_.size());
     bench_gpu_.push_back(0);
     ck.in_bench = true;
+    ck.bench_copies = 0;
   }
+  if (te.kind == TunerKind::kFieldWrite && te.field == traces::TunerField::kRestoreCopies &&
+      ck.in_bench)
+    ++ck.bench_copies;
   if (te.kind == TunerKind::kBenchEnd && te.config >= 0) {
     const auto i = static_cast<size_t>(te.config);
     if (!te.timings_ms.empty()) c.bench_ns[i] = MsToNs(te.timings_ms[0]);
     c.bench_reps[i] = te.repetitions;
+    // No repetitions counted: the probe's hook wrappers were replaced (a tuner class that
+    // installs its own hooks after Triton's __init__, as FLA's did before the probe wrapped
+    // them again at each call). Each repetition's hooks write restore_copies twice (the copy,
+    // then the reset): the recorded writes give the count where there are any.
+    if (te.repetitions == 0 && ck.in_bench && ck.bench_copies != 0)
+      c.bench_reps[i] = (ck.bench_copies + 1) / 2;
     if (ck.in_bench && e.cpu_ns >= ck.bench_begin) {
       bench_seen_[ci][i] = {e.cpu_ns - ck.bench_begin, ck.bench};
       benches_.push_back({ci, i, ck.bench_begin, e.cpu_ns});

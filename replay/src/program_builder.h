@@ -77,6 +77,7 @@ class ProgramBuilder {
     bool in_bench = false;
     uint32_t bench = UINT32_MAX; // the current benchmark's GPU work: index in bench_gpu_
     Nanos bench_walls = 0;       // wall time of the current call's benchmarks
+    uint32_t bench_copies = 0;   // restore_copies writes in the current benchmark
     Nanos Gap(const traces::Event& e) const {
       return charge && e.cpu_ns > last_end ? e.cpu_ns - last_end : 0;
     }

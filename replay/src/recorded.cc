@@ -54,22 +54,30 @@ std::string Plural(uint32_t n, const char* one) {
 RecordedComparison CompareRecorded(const ReplayResult& r, const Program& p) {
   RecordedComparison c;
   c.left_recording = r.left_recording;
-  std::map<std::string, std::vector<Raised>> replayed;
+  // By replay thread index, not name: the threads of a Python program are often all named
+  // after the process ("python3"), and each must be held against its own recorded run.
+  std::map<uint32_t, std::pair<std::string, std::vector<Raised>>> replayed;
   for (const Finding& f : r.findings)
-    if (!f.silent && f.thread != sim::kNoThread)
-      replayed[f.thread_name].push_back({f.type, f.message, f.where});
-  for (const ThreadProgram& t : p.threads) {
+    if (!f.silent && f.thread != sim::kNoThread) {
+      auto& [name, raised] = replayed[f.thread];
+      name = f.thread_name;
+      raised.push_back({f.type, f.message, f.where});
+    }
+  std::map<std::string, uint32_t> named;  // how many recorded threads bear each name
+  for (const ThreadProgram& t : p.threads) ++named[t.name];
+  for (uint32_t i = 0; i < p.threads.size(); ++i) {
+    const ThreadProgram& t = p.threads[i];
     const bool worker = std::any_of(t.ops.begin(), t.ops.end(),
                                     [](const Op& op) { return op.kind == Op::Kind::kTunerCall; });
     if (!worker && t.failures.empty()) {
-      replayed.erase(t.name);  // a thread the model ran that calls no tuner raises nothing
+      replayed.erase(i);  // a thread the model ran that calls no tuner raises nothing
       continue;
     }
     WorkerComparison w;
-    w.thread = t.name;
+    w.thread = named[t.name] > 1 ? fmt::format("{} (thread {})", t.name, i) : t.name;
     for (const RecordedFailure& f : t.failures) w.recorded.push_back({f.type, f.message, f.where});
-    if (auto it = replayed.find(t.name); it != replayed.end()) {
-      w.replayed = std::move(it->second);
+    if (auto it = replayed.find(i); it != replayed.end()) {
+      w.replayed = std::move(it->second.second);
       replayed.erase(it);
     }
     Diff(w);
@@ -78,10 +86,10 @@ RecordedComparison CompareRecorded(const ReplayResult& r, const Program& p) {
     c.matching += w.matches();
     c.workers.push_back(std::move(w));
   }
-  for (auto& [name, raised] : replayed) {
+  for (auto& [index, named_raised] : replayed) {
     WorkerComparison w;
-    w.thread = name;
-    w.replayed = std::move(raised);
+    w.thread = named_raised.first;
+    w.replayed = std::move(named_raised.second);
     w.differs.push_back("threads");
     c.extra.push_back(std::move(w));
   }

@@ -45,6 +45,8 @@ TunerWorld::TunerWorld(sim::Scheduler& s, const Program& p, const ReplayOptions&
     for (const RecordedTransition& tr : p.threads[t].transitions) {
       if (tr.kind == TunerKind::kFieldWrite) fields_recorded_[t] = true;
       if (tr.kind == TunerKind::kFieldRead) reads_recorded_[t] = true;
+      if (tr.kind == TunerKind::kPreHook || tr.kind == TunerKind::kPostHook)
+        hooks_recorded_ = true;
     }
   for (const TunerCall& c : p.calls) {
     auto [it, fresh] = tuner_index_.try_emplace(c.tuner, keys_.size());

@@ -225,6 +225,10 @@ class TunerWorld {
   std::vector<size_t> cursor_;  // per thread: next recorded transition
   std::vector<bool> fields_recorded_;  // per thread: the recording has field writes
   std::vector<bool> reads_recorded_;   // per thread: the recording has field reads
+  // The recording has hook marks (pre-hook, post-hook) in some thread. A tuner class that
+  // installs its own hooks after Triton's __init__ (FLA's CachedAutotuner) replaces the
+  // probe's wrappers, and its recording has none: the model's hooks then anchor on nothing.
+  bool hooks_recorded_ = false;
   uint64_t left_recording_ = 0;
 
   std::vector<std::vector<std::string>> keys_;  // per tuner index: key strings

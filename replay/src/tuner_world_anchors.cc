@@ -3,6 +3,7 @@
 // recorded tuner transitions; a model's step that matches the next one moves the thread's
 // anchor to that transition's position in the trace (the RecordedOrder strategy runs the thread
 // with the earliest anchor); a step that matches nothing counts as leaving the recording.
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 
@@ -37,6 +38,8 @@ void TunerWorld::CountUnreached(uint32_t thread) {
 
 void TunerWorld::Anchor(uint32_t thread, TunerKind kind, int32_t config, traces::TunerField field) {
   if (anchors_ == nullptr || thread >= p_.threads.size()) return;
+  const bool hook = kind == TunerKind::kPreHook || kind == TunerKind::kPostHook;
+  if (hook && !hooks_recorded_) return;  // hooks the probe did not see (tuner_world.h)
   const auto& tr = p_.threads[thread].transitions;
   size_t& c = cursor_[thread];
   const bool fields = fields_recorded_[thread];
@@ -66,6 +69,11 @@ void TunerWorld::Anchor(uint32_t thread, TunerKind kind, int32_t config, traces:
                    c < tr.size() ? traces::TunerKindName(tr[c].kind) : "end",
                    c < tr.size() ? tr[c].config : -9,
                    c < tr.size() ? traces::TunerFieldName(tr[c].field) : "-", c, tr.size());
+    if (std::getenv("RERACE_DEBUG_ANCHORS"))
+      for (size_t i = c > 6 ? c - 6 : 0; i < std::min(tr.size(), c + 4); ++i)
+        std::fprintf(stderr, "  %s[%zu] %s/%d/%s\n", i == c ? ">" : " ", i,
+                     traces::TunerKindName(tr[i].kind), tr[i].config,
+                     traces::TunerFieldName(tr[i].field));
     ++left_recording_;
   }
 }

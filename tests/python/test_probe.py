@@ -121,6 +121,37 @@ class ProbeTest(unittest.TestCase):
         names = [t for (_, t) in self.marks if t.startswith("rerace:thread")]
         self.assertEqual(len(names), 1)
 
+    def test_hooks_a_subclass_installs_after_init_are_marked_once(self):
+        """FLA's CachedAutotuner sets its own hooks after Triton's __init__, replacing the probe's
+        wrappers: the probe wraps them again at the first call, so each benchmark's pre-hook and
+        post-hook are still marked, once each, and the subclass's own hooks still run."""
+        ran = []
+
+        class OwnHooks(triton_autotuner.Autotuner):
+            def __init__(self, *args, **kwargs):
+                super().__init__(*args, **kwargs)
+
+                def _pre_hook(kwargs, reset_only=False):
+                    ran.append("pre")
+
+                def _post_hook(kwargs, exception):
+                    ran.append("post")
+
+                self.pre_hook = _pre_hook
+                self.post_hook = _post_hook
+
+        configs = [triton.Config({"BLOCK_N": 64 << i}, num_warps=4) for i in range(2)]
+        tuner = OwnHooks(FakeKernel(), ["x_ptr", "y_ptr", "N"], configs, key=["N"],
+                         reset_to_zero=None, restore_value=["y_ptr"], do_bench=fake_bench)
+        tuner.run(FakeTensor(0), FakeTensor(0), 4096)
+        tuner.run(FakeTensor(0), FakeTensor(0), 8192)  # a second call wraps nothing again
+        kinds = self.kinds(threading.current_thread().name)
+        per_config = ["bench-begin"] + ["pre-hook", "post-hook"] * 3 + ["bench-end"]
+        self.assertEqual(kinds, (["call-begin"] + per_config * 2 + ["launch", "call-end"]) * 2)
+        # 3 repetitions x 2 configs x 2 calls, and one reset_only pre-hook per tuning call.
+        self.assertEqual(ran.count("post"), 12)
+        self.assertEqual(ran.count("pre"), 14)
+
     def test_cached_key_skips_benchmarking(self):
         tuner = make_tuner(2)
         tuner.run(FakeTensor(0), FakeTensor(0), 4096)

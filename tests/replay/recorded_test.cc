@@ -171,6 +171,7 @@ TEST(RecordedComparison, TellsTypeMessageAndPlaceApart) {
   type.type = "TypeError";
   message.message = "'x_ptr'";
   place.where = "triton/runtime/autotuner.py:216 in run";
+  other.thread = 2;  // a thread the model added (a prewarm or owner thread): not recorded
   other.thread_name = "w1";
   silent.silent = true;
   for (const Case& k : {Case{type, {"type"}}, Case{message, {"message"}}, Case{place, {"place"}},
@@ -189,6 +190,35 @@ TEST(RecordedComparison, TellsTypeMessageAndPlaceApart) {
   auto [p2, left] = OneWorker(same);
   left.left_recording = 3;
   EXPECT_FALSE(CompareRecorded(left, p2).matches());
+}
+
+TEST(RecordedComparison, HoldsThreadsOfOneNameEachAgainstItsOwnRun) {
+  // A Python program's threads are often all named after the process ("python3"): each is
+  // compared with its own recorded run, by thread, not pooled under the name.
+  Finding raised;
+  raised.thread = 0;
+  raised.thread_name = "python3";
+  raised.type = "KeyError";
+  raised.message = "'y_ptr'";
+  raised.where = "triton/runtime/autotuner.py:74 in _post_hook";
+  auto [p, r] = OneWorker(raised);
+  p.threads[0].name = "python3";
+  ThreadProgram ok = p.threads[0];  // a second worker of that name that raised nothing
+  ok.failures.clear();
+  p.threads.push_back(ok);
+  {
+    const RecordedComparison c = CompareRecorded(r, p);
+    EXPECT_TRUE(c.matches()) << FormatRecordedComparison(c);
+    ASSERT_EQ(c.workers.size(), 2u);
+    EXPECT_EQ(c.workers[0].thread, "python3 (thread 0)");
+    EXPECT_EQ(c.workers[1].thread, "python3 (thread 2)");
+  }
+  // The same failure replayed in the other thread of that name: both differ.
+  r.findings[0].thread = 2;
+  const RecordedComparison c = CompareRecorded(r, p);
+  EXPECT_FALSE(c.matches());
+  EXPECT_EQ(c.matching, 0u);
+  EXPECT_EQ(c.reproduced, 0u);
 }
 
 }  // namespace

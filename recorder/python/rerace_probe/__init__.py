@@ -424,26 +424,47 @@ class _FnProxy:
 
 
 def _wrap_hooks(tuner):
-    pre, post = tuner.pre_hook, tuner.post_hook
+    """Wraps the tuner's pre- and post-hook (each once) so that every benchmark's hooks are marked."""
     names = ",".join(tuner.restore_value)
+    pre, post = tuner.pre_hook, tuner.post_hook
 
-    def pre_hook(kwargs, reset_only=False):
-        bench = getattr(_tls, "bench", None)
-        if not reset_only and bench and bench[0] is tuner:
-            bench[2][0] += 1
-            _mark(tuner, "pre-hook", config=bench[1], detail=names)
-        return pre(kwargs, reset_only=reset_only)
+    if not hasattr(pre, "_rerace_probe_wraps"):
+        def pre_hook(kwargs, reset_only=False):
+            bench = getattr(_tls, "bench", None)
+            if not reset_only and bench and bench[0] is tuner:
+                bench[2][0] += 1
+                _mark(tuner, "pre-hook", config=bench[1], detail=names)
+            return pre(kwargs, reset_only=reset_only) if pre is not None else None
 
-    def post_hook(kwargs, exception):
-        bench = getattr(_tls, "bench", None)
-        if bench and bench[0] is tuner:
-            _mark(tuner, "post-hook", config=bench[1], detail=names)
-        return post(kwargs, exception)
+        pre_hook._rerace_probe_wraps = pre
+        object.__setattr__(tuner, "pre_hook", pre_hook)
 
-    pre_hook._rerace_probe_wraps = pre
-    post_hook._rerace_probe_wraps = post
-    object.__setattr__(tuner, "pre_hook", pre_hook)
-    object.__setattr__(tuner, "post_hook", post_hook)
+    if not hasattr(post, "_rerace_probe_wraps"):
+        def post_hook(kwargs, exception):
+            bench = getattr(_tls, "bench", None)
+            if bench and bench[0] is tuner:
+                _mark(tuner, "post-hook", config=bench[1], detail=names)
+            return post(kwargs, exception) if post is not None else None
+
+        post_hook._rerace_probe_wraps = post
+        object.__setattr__(tuner, "post_hook", post_hook)
+
+
+_hooks_lock = threading.Lock()
+
+
+def _ensure_hooks(tuner):
+    """Wraps again hooks that a subclass installed after Triton's __init__ (FLA's
+    CachedAutotuner sets its own None-safe hooks in its __init__, replacing the wrappers):
+    without this its recordings carry no pre-hook or post-hook marks."""
+    if (hasattr(getattr(tuner, "pre_hook", None), "_rerace_probe_wraps")
+            and hasattr(getattr(tuner, "post_hook", None), "_rerace_probe_wraps")):
+        return
+    with _hooks_lock:  # two threads' first calls must not wrap a wrapper
+        try:
+            _wrap_hooks(tuner)
+        except Exception:  # never break the recorded program
+            pass
 
 
 _FIELDS = {"nargs": "nargs", "cache": "cache", "restore_copies": "restore_copies",
@@ -466,6 +487,7 @@ def patch_autotuner(module):
         key = _key(self, args, kwargs)
         detail = None
         if _enabled:
+            _ensure_hooks(self)
             try:
                 detail = _with_reach(_call_detail(self, args, kwargs), _reach(A, run))
             except Exception:  # never break the recorded program

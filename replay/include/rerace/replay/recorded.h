@@ -26,7 +26,7 @@ struct Raised {
 };
 
 struct WorkerComparison {
-  std::string thread;               // the recorded thread's name
+  std::string thread;               // the recorded thread's name, "NAME (thread I)" where names repeat
   std::vector<Raised> recorded;     // in the thread's order
   std::vector<Raised> replayed;     // the model's findings that raise, by step
   // What differs, in words: "threads" (raised in one run, not in the other, or a different
