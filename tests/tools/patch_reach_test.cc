@@ -287,7 +287,7 @@ TEST(FlaSynthesizedStep, CheckThroughFlasRealRunWithAndWithoutTheLock) {
     EXPECT_EQ(stock.code, 1) << stock.out;
     EXPECT_TRUE(Has(stock.out, "tuner l2norm_fwd_kernel: built from the recording (key names N from "
                                "the probe); class fla.ops.utils.cache.CachedAutotuner "
-                               "(fla/ops/utils/cache.py); not imported: defined in a script"))
+                               "(fla/ops/utils/cache.py); its kernel not imported: defined in a script"))
         << stock.out;
     EXPECT_TRUE(Has(stock.out, "verdict: fix 'none' FAILS")) << stock.out;
     EXPECT_TRUE(Has(stock.out, "the real program raises nothing (silent corruption)")) << stock.out;

@@ -352,7 +352,7 @@ class Setup:
                         control.site_path(getattr(sys.modules.get(subclass.__module__),
                                                   "__file__", None) or "?"))
                 if meta:
-                    source += "; not imported: " + why
+                    source += "; its kernel not imported: " + why
             self.info.setdefault("tuners", []).append("%s: %s" % (call["kernel"], source))
             short = "Autotuner(%s)" % call["kernel"]
             n = names.get(short, 0)
