@@ -112,7 +112,11 @@ ThreadBuffer* Recorder::BufferForThisThread() {
   if (pthread_getname_np(pthread_self(), name, sizeof name) == 0 && name[0] != 0) {
     RawRecord r;
     r.kind = RawRecord::kThreadName;
-    r.cpu_ns = MonotonicNs();
+    // Time 0: the OS name is a default, sorted before every record of the thread. The record
+    // that made this buffer was timed before it existed; with the time of now, a probe's
+    // `rerace:thread` mark as a thread's first record sorted first and the OS name ("python3")
+    // then overwrote it.
+    r.cpu_ns = 0;
     raw->Push(r, name, std::strlen(name));
   }
   return raw;

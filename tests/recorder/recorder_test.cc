@@ -6,6 +6,7 @@
 
 #include <map>
 #include <string>
+#include <chrono>
 #include <thread>
 #include <vector>
 
@@ -216,6 +217,35 @@ TEST(Recorder, ThreadsLaunchesAndMarksArriveExactly) {
   EXPECT_EQ(kernels["kernel_a"], kThreads * 834);
   EXPECT_EQ(tr->tuner_events.size(), static_cast<size_t>(kThreads));
   EXPECT_EQ(tr->Str(tr->tuner_events[0].kernel), "kernel_a");
+  std::remove(path.c_str());
+}
+
+// A Python thread's OS name is the process's ("python3"); the probe names it with a
+// `rerace:thread` mark. When that mark is the thread's first record it was timed before the
+// thread's buffer (and its OS-name record) existed: the mark's name must still win.
+TEST(Recorder, AProbeNameMarkedFirstWinsOverTheOsName) {
+  const std::string path = TempTrace("names");
+  RecorderOptions o;
+  o.path = path;
+  o.flush_period_ms = 5;
+  auto rec = Recorder::Create(o);
+  ASSERT_TRUE(rec.ok()) << rec.error().message;
+  Recorder& r = **rec;
+  std::thread worker([&] {
+    pthread_setname_np(pthread_self(), "python3");
+    const uint64_t before = MonotonicNs();
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));  // the buffer comes later
+    r.Nvtx(before, traces::NvtxKind::kMark, "rerace:thread name=ThreadPoolExecutor-0_3", 0);
+    const uint32_t grid[3] = {1, 1, 1};
+    r.Launch(MonotonicNs(), 1, 0x10, "k", 0, 0, grid, grid, 0);
+  });
+  worker.join();
+  ASSERT_TRUE(r.Stop({}).ok());
+  auto tr = traces::ReadTrace(path);
+  ASSERT_TRUE(tr.ok()) << tr.error().message;
+  ASSERT_EQ(tr->threads.size(), 1u);
+  EXPECT_EQ(tr->threads[0].name, "ThreadPoolExecutor-0_3");
+  EXPECT_EQ(tr->footer.problems, 0u);
   std::remove(path.c_str());
 }
 
