@@ -204,9 +204,14 @@ class CheckResult:
     def describe(self) -> str:
         what = self.fix if not self.patches else f"{self.fix} + patch {', '.join(self.patches)}"
         s = self.search
-        lines = [f"check {self.trace} ({what}, engine {self.engine}): {self.verdict.upper()} "
-                 f"after {self.explored} schedules ({s.method}, bound {s.bound}, "
-                 f"{'exhausted' if s.exhausted else 'not exhausted'})"]
+        head = (f"check {self.trace} ({what}, engine {self.engine}): {self.verdict.upper()} "
+                f"after {self.explored} schedule{'' if self.explored == 1 else 's'}")
+        # A counterexample needs no account of the search (it may have come from the sampled
+        # schedules before it, when the search's bound and budget say nothing).
+        if self.counterexample is None:
+            head += (f" ({s.method}, bound {s.bound}, "
+                     f"{'exhausted' if s.exhausted else 'not exhausted'})")
+        lines = [head]
         if self.counterexample is not None:
             lines.append("counterexample: " + self.counterexample.describe())
         elif self.inconclusive:

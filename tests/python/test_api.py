@@ -60,6 +60,12 @@ class CheckFromJson(unittest.TestCase):
         for part in ("FAILS", "nargs-none in thread 1", "replay it: rerace replay",
                      "patch reach: your Autotuner._bench"):
             self.assertIn(part, text)
+        # A counterexample's first line gives no bound or budget: it may come from the sampled
+        # schedules before the search, whose bound then says nothing.
+        self.assertNotIn("bound", text.splitlines()[0])
+        self.assertNotIn("exhausted", text.splitlines()[0])
+        inc = CheckResult.from_json(check_json("inconclusive", False), 3, ["rerace"], [])
+        self.assertIn("not exhausted", str(inc).splitlines()[0])
 
     def test_holds_only_when_the_verdict_says_so(self):
         cases = [  # (verdict, exit code, exhausted, holds)
