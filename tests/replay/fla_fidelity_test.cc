@@ -200,8 +200,9 @@ TEST_P(FlaModelAgainstRealCode, SameVerdictsKindsThreadsAndPlaces) {
   EXPECT_EQ(m.Codes(), e.Codes());
   for (const auto& [code, places] : m.wheres) {
     if (!e.wheres.count(code)) continue;
-    if (c.seeds >= kThreadSeeds)
+    if (c.seeds >= kThreadSeeds) {
       EXPECT_EQ(Join(m.threads.at(code)), Join(e.threads.at(code))) << code << ": threads";
+    }
     if (code == "missed-restore") continue;
     for (const std::string& w : places)
       EXPECT_TRUE(e.wheres.at(code).count(w))
