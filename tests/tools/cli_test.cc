@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <set>
 #include <regex>
 #include <sstream>
 #include <string>
@@ -372,6 +373,33 @@ TEST(CliDemo, VerdictsAgreeWithTheH200) {
   }
   EXPECT_EQ(loops, 2);
   EXPECT_GE(judged, 7);  // the Triton none, tls-nargs, lock-run, prewarm; the native three
+
+  // FLA's recording: FIDELITY.md's FLA rows, "| fla (0.6.0) | FIX | R of N (...) | W of N ...":
+  // the GPU failed when a trial raised (R) or returned a wrong y (W).
+  std::map<std::string, bool> fla;
+  static const std::regex kFlaRow(R"(^\| fla \([0-9.]+\) \| ([a-z-]+) \| (\d+) of \d+[^|]*\| (\d+) of \d+)");
+  std::istringstream rows(fidelity);
+  for (std::string line; std::getline(rows, line);) {
+    std::smatch m;
+    if (std::regex_search(line, m, kFlaRow)) fla.emplace(m[1], m[2] != "0" || m[3] != "0");
+  }
+  ASSERT_EQ(fla.size(), 6u);
+  static const std::regex kFlaCheck(R"re(check "\$fla" --fix ([a-z-]+))re");
+  std::set<std::string> fla_fixes;  // each fix twice in the demo: the line shown, the line run
+  for (auto it = std::sregex_iterator(demo.begin(), demo.end(), kFlaCheck);
+       it != std::sregex_iterator(); ++it)
+    fla_fixes.insert((*it)[1]);
+  int fla_judged = 0;
+  for (const std::string& fix : fla_fixes) {
+    SCOPED_TRACE("fla --fix " + fix);
+    ASSERT_TRUE(fla.count(fix)) << fix << ": no GPU row in docs/FIDELITY.md";
+    const CliRun c = Rerace("check " + SampleTrace("restore-fla-none-h200.rrt") + " --fix " + fix);
+    const std::string verdict = "verdict: fix '" + fix + (fla[fix] ? "' FAILS" : "' holds");
+    EXPECT_NE(c.out.find(verdict), std::string::npos) << c.out;
+    EXPECT_EQ(c.code, fla[fix] ? 1 : 0);
+    ++fla_judged;
+  }
+  EXPECT_GE(fla_judged, 2);  // tls-nargs fails, lock-run holds
 }
 
 }  // namespace

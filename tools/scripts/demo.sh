@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # make demo: replay a trace recorded on an H200 (Triton 3.6, eight threads, one autotuned
 # kernel, cold cache): the recorded KeyError reproduced on a CPU, a seeded schedule that hits
-# it and its saved schedule replayed alone, then the verdict of each fix.
+# it and its saved schedule replayed alone, then the verdict of each fix; the native C++ step
+# and FLA's CachedAutotuner recorded on the GPU; the real-code engine.
 set -uo pipefail
 rerace=${1:-build/bin/rerace}
 trace=traces/samples/triton-none-h200.rrt
@@ -35,6 +36,13 @@ for fix in tls-nargs lock-key-future lock-run; do
   say rerace check "$native" --fix "$fix" "| grep verdict"
   "$rerace" check "$native" --fix "$fix" | grep -E '^verdict'
 done
+fla=traces/samples/restore-fla-none-h200.rrt
+say rerace replay "$fla" --recorded "| grep -E '^FAILED|^summary|^recorded comparison'   # FLA's CachedAutotuner, the incident's class, recorded on the H200"
+"$rerace" replay "$fla" --recorded | grep -E '^FAILED|^summary|^recorded comparison'
+say rerace check "$fla" --fix tls-nargs "| grep -E '^verdict|^FAILED'   # on the H200: no raise, but every thread's y wrong"
+"$rerace" check "$fla" --fix tls-nargs | grep -E '^verdict|^FAILED'
+say rerace check "$fla" --fix lock-run "| grep -E '^verdict'"
+"$rerace" check "$fla" --fix lock-run | grep -E '^verdict' | cut -c1-160
 py=build/py/venv/bin/python
 if [ -x "$py" ]; then
   say rerace replay "$trace" --engine python --python-exe "$py" --seed 3 "| head -5   # Triton 3.6's own Autotuner code, not a model"
@@ -54,5 +62,7 @@ echo "demo: the H200's verdicts, reproduced on a CPU from one recorded step: unp
 echo "demo: (KeyError: 'y_ptr' in the same 7 of 8 threads), thread-local nargs (triton issue"
 echo "demo: 11494) still fails, a lock around Autotuner.run holds. The native C++ step (8 real"
 echo "demo: runs per fix, docs/FIDELITY.md) agrees: tls-nargs and lock-key-future fail, lock-run holds."
+echo "demo: FLA's CachedAutotuner on the H200 raised TypeError in 7 of 8 threads and left every y"
+echo "demo: wrong; rerace reproduces the 7 from the recording; tls-nargs fails there too, lock-run holds."
 echo "demo: With --engine python the installed Triton's own code, with the fix as a patch file, gives"
 echo "demo: the same answers (docs/ENGINE.md)."
