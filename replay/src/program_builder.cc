@@ -9,6 +9,8 @@
 #include <nlohmann/json.hpp>
 #include <tuple>
 
+#include "rerace/traces/format.h"
+
 namespace rerace::replay::detail {
 
 using namespace rerace::traces;
@@ -288,7 +290,7 @@ Result<void> ProgramBuilder::AddTuner(const Event& e, const TunerEvent& te, cons
     // them again at each call). Each repetition's hooks write restore_copies twice (the copy,
     // then the reset): the recorded writes give the count where there are any.
     if (te.repetitions == 0 && ck.in_bench && ck.bench_copies != 0)
-      c.bench_reps[i] = (ck.bench_copies + 1) / 2;
+      c.bench_reps[i] = std::min((ck.bench_copies + 1) / 2, traces::kMaxRepetitions);
     if (ck.in_bench && e.cpu_ns >= ck.bench_begin) {
       bench_seen_[ci][i] = {e.cpu_ns - ck.bench_begin, ck.bench};
       benches_.push_back({ci, i, ck.bench_begin, e.cpu_ns});
