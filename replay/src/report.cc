@@ -143,9 +143,11 @@ std::string FormatReport(const ReplayResult& r, const Program& p, const std::str
                        "wasted\n",
                        d.kernel, d.key, d.threads, Ms(d.wasted_gpu_ns));
   if (r.left_recording != 0)
-    out += fmt::format("note: the model left the recording at {} transitions (the recorded run "
-                       "took another path)\n",
-                       r.left_recording);
+    out += fmt::format("note: the model left the recording at {} transitions ({})\n",
+                       r.left_recording,
+                       p.truncated ? "the trace is truncated: its threads' recorded runs end at "
+                                     "the cut, the model's go on"
+                                   : "the recorded run took another path");
   if (!replay_hint.empty()) out += replay_hint + "\n";
   return out;
 }

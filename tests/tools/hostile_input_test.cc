@@ -196,6 +196,14 @@ TEST(HostileInput, TruncatedTraceIsSaidFirstAndCheckRefusesIt) {
   EXPECT_NE(allowed.out.find("covers only the 85 events recorded before the cut"),
             std::string::npos)
       << allowed.out;
+  // Followed in its recorded order, a cut recording is left at the cut: said as such, not as a
+  // recorded run that took another path, and never a reproduction.
+  const CliRun recorded = RunRerace("replay " + cut + " --recorded");
+  EXPECT_NE(recorded.out.find("(the trace is truncated: its threads' recorded runs end at the cut"),
+            std::string::npos)
+      << recorded.out;
+  EXPECT_EQ(recorded.out.find("took another path"), std::string::npos) << recorded.out;
+  EXPECT_EQ(recorded.out.find("recorded comparison: reproduces"), std::string::npos) << recorded.out;
   std::remove(cut.c_str());
 }
 
