@@ -15,7 +15,8 @@ STEP = HERE / "step.rrt"
 
 
 def test_stock_autotuner_races(rerace):
-    # The model of Triton 3.6's autotuner, no patch: the race of the incident is found.
+    # No patch: the default engine runs this interpreter's Triton (its C++ model where that
+    # Triton is not the recorded release); the race of the incident is found.
     assert_fails(rerace.check(STEP))
 
 

@@ -14,9 +14,11 @@ through the C++ trace reader (``rerace._core``). Anything that is not a verdict 
 trace, a missing file, a Python without Triton) raises ``rerace.Error`` with the command
 line's one-line message and exit code.
 
-With ``patch`` (a Python file imported before the tuners are built) the real-code engine runs
-(``engine="python"``), in ``python_exe``: by default this interpreter, so the Triton replayed is
-the one installed here.
+By default (``engine=None``, the command's ``--engine auto``) the real tuner code runs when the
+recording came from Python's Triton and ``python_exe`` (by default this interpreter) imports a
+Triton of the recorded version; else rerace's C++ model (the result's ``engine`` says which;
+the command's standard error, why). With ``patch`` (a Python file imported before the tuners are built) the real-code engine
+runs (``engine="python"``), in ``python_exe``, so the Triton replayed is the one installed here.
 """
 
 from __future__ import annotations
@@ -61,8 +63,9 @@ def _common(fix: Optional[str], patch: Union[PathLike, Sequence[PathLike], None]
         args += ["--fix", fix]
     if engine is not None:
         args += ["--engine", engine]
-        if engine in ("python", "auto"):
-            args += ["--python-exe", python_exe or default_python()]
+    if engine in (None, "python", "auto"):
+        # None is the command's default, --engine auto: it tries this interpreter's Triton.
+        args += ["--python-exe", python_exe or default_python()]
     elif python_exe is not None:
         args += ["--python-exe", python_exe]
     for p in patches:
@@ -79,8 +82,8 @@ def replay(trace: PathLike, *, seed: Optional[int] = None, schedule: Optional[st
     or the ``rs1:...`` line a counterexample gives), or the ``recorded`` interleaving.
 
     >>> r = rerace.replay("traces/samples/triton-none-h200.rrt", seed=1)
-    >>> r.failed, r.findings[0].kind, r.findings[0].place
-    (True, 'wrong-restore', 'triton/runtime/autotuner.py:74 in _post_hook')
+    >>> r.engine, r.failed, r.findings[0].kind, r.findings[0].place   # this Python has Triton 3.6
+    ('python', True, 'missed-restore', 'triton/runtime/autotuner.py:150 in kernel_call')
     >>> rerace.replay(r.trace, schedule=r.schedule).findings == r.findings
     True
 
@@ -112,7 +115,7 @@ def fuzz(traces: Union[PathLike, Iterable[PathLike]], *, runs: Optional[int] = N
 
     >>> f = rerace.fuzz("traces/samples/triton-none-h200.rrt", runs=20)
     >>> f.failed, [x.kind for x in f.failures]
-    (True, ['wrong-restore', 'in-param-not-in-cache'])
+    (True, ['wrong-restore', 'wrong-restore', 'missed-restore', 'in-param-not-in-cache', 'nargs-none', 'nargs-none'])
     >>> rerace.fuzz("traces/samples/triton-none-h200.rrt", runs=20, fix="lock-run").failed
     False
     """
@@ -141,9 +144,9 @@ def check(trace: PathLike, *, fix: Optional[str] = None,
 
     >>> r = rerace.check("traces/samples/triton-none-h200.rrt")
     >>> r.verdict, r.counterexample.findings[0].kind
-    ('fails', 'nargs-none')
+    ('fails', 'missed-restore')
     >>> print(r.counterexample.replay_command)
-    rerace replay .../triton-none-h200.rrt --schedule 'rs1:0.1*53.2*56...'
+    rerace replay .../triton-none-h200.rrt --schedule 'rs1:6.4.5.3...' --engine python --python-exe ...
     >>> rerace.check("step.rrt", patch="ourfix.py").holds
     True
     """

@@ -13,6 +13,24 @@ from typing import Any, Optional
 from ._run import shell
 
 
+def engine_named(base: list[str], engine: str) -> list[str]:
+    """A replay command's options naming the engine that ran (``engine``: the JSON's, "python:
+    ..." or "model ..."), so that it replays the same code whatever the default (auto) finds."""
+    if "--engine" in base or not engine:
+        return list(base)
+    if engine.startswith("python"):
+        return ["--engine", "python", *base]
+    out, skip = ["--engine", "model"], False
+    for a in base:  # the model runs no Python
+        if skip:
+            skip = False
+        elif a == "--python-exe":
+            skip = True
+        else:
+            out.append(a)
+    return out
+
+
 @dataclass(frozen=True)
 class Finding:
     """One failure a run saw: ``kind`` (e.g. ``nargs-none``, ``wrong-restore``), the thread
@@ -70,7 +88,8 @@ class Run:
     def from_json(cls, d: dict[str, Any], base: list[str]) -> "Run":
         """``base``: the replay command's options besides trace and schedule (fix, engine...)."""
         schedule = d.get("schedule", "")
-        cmd = ["rerace", "replay", d.get("trace", ""), "--schedule", schedule, *base]
+        cmd = ["rerace", "replay", d.get("trace", ""), "--schedule", schedule,
+               *engine_named(base, d.get("engine", ""))]
         return cls(trace=d.get("trace", ""), fix=d.get("fix", ""), engine=d.get("engine", ""),
                    strategy=d.get("strategy", ""), failed=bool(d.get("failed", False)),
                    steps=int(d.get("steps", 0)),
@@ -305,7 +324,8 @@ class FuzzResult:
                                  silent=bool(f.get("silent", False)),
                                  replay_command=shell(["rerace", "replay", t.get("trace", ""),
                                                        "--schedule", f.get("schedule", ""),
-                                                       *replay_base]))
+                                                       *engine_named(replay_base,
+                                                                     t.get("engine", ""))]))
                      for f in t.get("failures", [])]
             traces.append(FuzzTrace(trace=t.get("trace", ""), fix=t.get("fix", ""),
                                     engine=t.get("engine", ""), runs=int(t.get("runs", 0)),

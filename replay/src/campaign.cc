@@ -288,7 +288,7 @@ Result<CampaignResult> RunCampaign(Replayer& replayer, const CampaignOptions& o,
       const auto now = std::chrono::steady_clock::now();
       if (now - last < std::chrono::milliseconds(250)) return;
       last = now;
-      progress({s.runs.load(), s.failing.load(), s.distinct.load()});
+      progress({s.runs.load(), s.failing.load(), s.distinct.load(), o.seconds > 0 ? 0 : o.runs});
     };
   try {
     Work(s, workers[0], replayer, tick);

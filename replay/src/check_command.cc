@@ -53,7 +53,8 @@ Result<void> SaveCounterexample(const CheckCommand& a, const Verdict& v, std::op
 CheckOutput RunCheckCommand(const CheckCommand& command) {
   std::string out;
   CheckCommand a = command;
-  if (auto e = ResolveEngine(a.trace, a.options, false); !e) return Fail(out, e.error());
+  auto engine_note = ResolveEngine(a.trace, a.options, false);
+  if (!engine_note) return Fail(out, engine_note.error());
   auto colour = [&](const std::string& text) { return ColourReport(text, a.options.colour); };
   if (auto same = RefuseOutputsAreInputs({{"--perfetto", a.perfetto}, {"--save-schedule", a.save}},
                                          {a.trace}, a.options);
@@ -64,7 +65,9 @@ CheckOutput RunCheckCommand(const CheckCommand& command) {
   Flush(out, a.options);
   if (l->options.engine == "python") {
     Replayer probe(l->program, l->options);
-    if (auto e = StartEngine(probe, a.options.notes); !e) return Fail(out, e.error());
+    if (auto e = StartEngine(probe, a.options.notes, *engine_note); !e) return Fail(out, e.error());
+  } else if (!engine_note->empty()) {
+    a.options.notes(*engine_note);
   }
   CheckRequest request;
   request.bound = a.bound;

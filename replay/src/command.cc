@@ -149,7 +149,7 @@ std::string ReplayCommandLine(const std::string& trace, const CommandOptions& c)
   if (c.fix != "none") f += " --fix " + ShellQuote(c.fix);
   if (c.model != "auto") f += " --model " + c.model;
   if (c.reps != 1) f += fmt::format(" --reps {}", c.reps);
-  if (c.engine != "model") f += " --engine " + c.engine;
+  f += " --engine " + c.engine;  // named always: the default (auto) may choose another here
   for (const std::string& p : c.patches) f += " --patch " + ShellQuote(p);
   if (c.python_mode != "auto") f += " --python " + c.python_mode;
   if (!c.python_version.empty()) f += " --python-version " + c.python_version;

@@ -13,6 +13,7 @@
 #include "rerace/replay/command.h"
 #include "rerace/replay/fix.h"
 #include "rerace/replay/recorded.h"
+#include "text.h"
 
 namespace rerace::replay {
 
@@ -62,13 +63,20 @@ std::vector<std::string> PyRoots() {
 // build/py's venvs (CPython 3.12 first; another release from build/py/triton-X.Y.Z on
 // PYTHONPATH when PYTHONPATH is not set); else the model. `recorded`: --recorded, which only
 // the model follows. NB: may set PYTHONPATH for the engine (and so for the hints).
-Result<void> ResolveEngine(const std::string& path, CommandOptions& c, bool recorded) {
-  if (c.engine != "auto") return {};
-  auto chosen = [&](const std::string& engine, const std::string& why) -> Result<void> {
+Result<std::string> ResolveEngine(const std::string& path, CommandOptions& c, bool recorded) {
+  if (c.engine != "auto") return std::string();
+  // `unavailable`: the model was chosen for want of a Python with the Triton (exit 69 when a
+  // --patch needed the real code), not for what the recording or the flags are (exit 64).
+  auto chosen = [&](const std::string& engine, const std::string& why,
+                    bool unavailable = false) -> Result<std::string> {
+    if (engine == "model" && (!c.patches.empty() || c.allow_recorded_patch))
+      return Error{fmt::format("{}: {} runs only under the real-code engine, and --engine auto "
+                               "chose the model: {}",
+                               path, c.patches.empty() ? "--allow-recorded-patch" : "--patch", why),
+                   unavailable ? kExitUnavailable : kExitUsage};
     c.engine = engine;
     if (engine == "model") c.python_exe = "python3";  // the model runs no Python
-    c.notes("engine: " + engine + " (--engine auto: " + why + ")\n");
-    return {};
+    return "engine: " + engine + " (--engine auto: " + why + ")\n";
   };
   auto program = ReadProgram(path);
   if (!program) return program.error();
@@ -80,6 +88,8 @@ Result<void> ResolveEngine(const std::string& path, CommandOptions& c, bool reco
   if (recorded) return chosen("model", "--recorded follows the recorded order with the model only");
   if (!c.python_version.empty()) return chosen("model", "--python-version is the model's");
   if (c.fix != "none") {
+    // A fix no engine knows is the error itself, not a reason to choose the model.
+    if (auto f = ParseFix(c.fix); !f) return f.error();
     ReplayOptions probe;
     if (!UsePythonFix(c.fix, probe))
       return chosen("model", fmt::format("the real-code engine has no patch for --fix '{}'", c.fix));
@@ -112,7 +122,7 @@ Result<void> ResolveEngine(const std::string& path, CommandOptions& c, bool reco
   } else {
     for (const std::string& root : PyRoots())
       for (const char* venv : {"venv312", "venv"}) {
-        const std::string exe = root + "/" + venv + "/bin/python";
+        const std::string exe = detail::ShownPath(root + "/" + venv + "/bin/python");
         if (access(exe.c_str(), X_OK) != 0) continue;
         candidates.push_back({exe, ""});
         if (pp == nullptr) {
@@ -121,7 +131,7 @@ Result<void> ResolveEngine(const std::string& path, CommandOptions& c, bool reco
             const std::string name = d.path().filename().string();
             if (name.rfind("triton-", 0) == 0 && MajorMinor(name.substr(7)) == wanted &&
                 std::filesystem::exists(d.path() / ".complete"))
-              candidates.push_back({exe, d.path().string()});
+              candidates.push_back({exe, detail::ShownPath(d.path().string())});
           }
         }
       }
@@ -144,15 +154,17 @@ Result<void> ResolveEngine(const std::string& path, CommandOptions& c, bool reco
   return chosen("model", fmt::format("the recording came from Python with {}, but no Python here "
                                      "imports it ({}); --engine python --python-exe PY runs the "
                                      "real code",
-                                     from, tried.empty() ? std::string("none found: give --python-exe, or make build/py") : fmt::format("{}", fmt::join(tried, ", "))));
+                                     from, tried.empty() ? std::string("none found: give --python-exe, or make build/py") : fmt::format("{}", fmt::join(tried, ", "))),
+                true);
 }
 
 // python engine: starts it and says what runs (versions, switch rules, the patches and what
 // each changed), once per command, on standard error.
-Result<void> StartEngine(Replayer& rep, const Notes& notes) {
+Result<void> StartEngine(Replayer& rep, const Notes& notes, const std::string& choice) {
   auto info = rep.StartEngine();
   if (!info) return info.error();
-  if (!info->empty()) notes(DescribeEngine(*info) + "\n");
+  const std::string said = choice + (info->empty() ? "" : DescribeEngine(*info) + "\n");
+  if (!said.empty()) notes(said);
   return {};
 }
 

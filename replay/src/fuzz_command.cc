@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <optional>
@@ -46,8 +47,6 @@ std::string Indented(const std::string& text, const std::string& indent) {
 FuzzOutput RunFuzzCommand(const FuzzCommand& command) {
   std::string out;
   FuzzCommand a = command;
-  if (!a.traces.empty())
-    if (auto e = ResolveEngine(a.traces.front(), a.options, false); !e) return Fail(out, e.error());
   if (auto same = RefuseOutputsAreInputs({{"--junit", a.junit}}, a.traces, a.options); !same)
     return Fail(out, same.error());
   auto shard = ParseShard(a.shard);
@@ -64,32 +63,40 @@ FuzzOutput RunFuzzCommand(const FuzzCommand& command) {
   std::vector<FuzzTrace> all;
   bool any = false;
   const std::vector<std::string> stems = UniqueStems(a.traces);
+  const char* pp = std::getenv("PYTHONPATH");
+  const std::optional<std::string> pythonpath = pp ? std::optional<std::string>(pp) : std::nullopt;
   for (const std::string& path : a.traces) {
     const std::string& stem = stems[static_cast<size_t>(&path - a.traces.data())];
-    auto l = LoadTrace(path, a.options, out);
+    // --engine auto chooses per trace, each from the environment the command started in.
+    if (pythonpath) setenv("PYTHONPATH", pythonpath->c_str(), 1);
+    else unsetenv("PYTHONPATH");
+    CommandOptions o = command.options;
+    auto engine_note = ResolveEngine(path, o, false);
+    if (!engine_note) return Fail(out, engine_note.error());
+    auto l = LoadTrace(path, o, out);
     if (!l) return Fail(out, l.error());
-    Flush(out, a.options);
+    Flush(out, o);
     Replayer rep(l->program, l->options);
-    if (auto e = StartEngine(rep, a.options.notes); !e) return Fail(out, e.error());
+    if (auto e = StartEngine(rep, o.notes, *engine_note); !e) return Fail(out, e.error());
     FuzzTrace ft;
     ft.trace = path;
-    ft.fix = a.options.fix;
+    ft.fix = o.fix;
     ft.model = rep.ModelName();
-    ft.engine = a.options.engine;
-    for (const PatchId& p : IdentifyPatches(a.options.patches)) ft.patches.emplace_back(p.name, p.sha256);
-    ft.strategy = a.options.strategy.name;
+    ft.engine = o.engine;
+    for (const PatchId& p : IdentifyPatches(o.patches)) ft.patches.emplace_back(p.name, p.sha256);
+    ft.strategy = o.strategy.name;
     // Seeds: run i of this shard is global run shard.index + i * shard.count; the runs are
     // shared out over --jobs threads and merged as one job gives them (replay/campaign.h).
     CampaignOptions co;
-    co.strategy = a.options.strategy;
+    co.strategy = o.strategy;
     co.first_seed = a.seed;
     co.offset = shard->index;
     co.stride = shard->count;
-    co.runs = a.runs;
+    co.runs = a.runs_given || o.engine != "python" ? a.runs : kEngineFuzzRuns;
     co.seconds = a.seconds;
     co.start = start;  // the budget is the command's, over all its traces
-    co.target = a.options.failure;
-    co.races = a.options.races;
+    co.target = o.failure;
+    co.races = o.races;
     co.jobs = a.jobs == 0 ? AvailableCores() : a.jobs;
     auto campaign = RunCampaign(rep, co, [&](const CampaignProgress& p) {
       if (progress) a.progress(path, p);
@@ -98,7 +105,7 @@ FuzzOutput RunFuzzCommand(const FuzzCommand& command) {
     if (campaign->error) {
       Error err = *campaign->error;
       err.message = fmt::format("fuzz {} seed {}: {} (replay it with: {})", path, campaign->error_seed,
-                                err.message, SeedCommandLine(path, a.options, campaign->error_seed));
+                                err.message, SeedCommandLine(path, o, campaign->error_seed));
       return Fail(out, err);
     }
     ft.runs = campaign->runs;
@@ -150,22 +157,22 @@ FuzzOutput RunFuzzCommand(const FuzzCommand& command) {
       size_t n = 0;
       for (FuzzFailure& x : ft.failures) {
         x.schedule_file = fmt::format("{}/{}-{}-{}.sched", a.save_dir, stem,
-                                      CheckedFileTag(a.options.fix, IdentifyPatches(a.options.patches)), ++n);
+                                      CheckedFileTag(o.fix, IdentifyPatches(o.patches)), ++n);
         const ReplayResult& keep = *kept.at(x.signature);
-        if (auto s = SaveSchedule(keep, x.schedule_file, path, a.options, std::nullopt,
+        if (auto s = SaveSchedule(keep, x.schedule_file, path, o, std::nullopt,
                                   x.signature + (x.note.empty() ? "" : " (" + x.note + ")"));
             !s)
           return Fail(out, s.error());
       }
     }
-    if (a.options.races) ft.races_json = RacesJson(races);
-    if (!a.options.json) {
+    if (o.races) ft.races_json = RacesJson(races);
+    if (!o.json) {
       out += Sprintf("fuzz %s (%s %s, %s, strategy %s%s%s): %llu runs, %llu failing, %zu distinct "
                   "failure(s)\n",
                   path.c_str(), ft.engine == "python" ? "engine" : "model",
                   ft.engine == "python" ? "python" : ft.model.c_str(), ft.Checked().c_str(),
-                  a.options.strategy.name.c_str(),
-                  a.options.failure.empty() ? "" : (", failure " + a.options.failure).c_str(),
+                  o.strategy.name.c_str(),
+                  o.failure.empty() ? "" : (", failure " + o.failure).c_str(),
                   a.shard.empty() ? "" : fmt::format(", shard {}/{}", shard->index, shard->count).c_str(),
                   static_cast<unsigned long long>(ft.runs), static_cast<unsigned long long>(ft.failing),
                   ft.failures.size());
@@ -181,7 +188,7 @@ FuzzOutput RunFuzzCommand(const FuzzCommand& command) {
         if (!f.words.empty()) out += Sprintf("      %s\n", Indented(f.words, "      ").c_str());
         if (!f.note.empty() && !f.schedule_file.empty()) out += Sprintf("      note: %s\n", f.note.c_str());
         // A failure that is not its schedule's first: --failure makes the replay lead with it.
-        CommandOptions hc = a.options;
+        CommandOptions hc = o;
         const bool leads = f.schedule_file.empty() ? f.first : f.note.empty();
         if (!leads) {
           const size_t sp = f.signature.find(" at ");
@@ -195,9 +202,9 @@ FuzzOutput RunFuzzCommand(const FuzzCommand& command) {
           out += Sprintf("      replay: %s\n", SeedCommandLine(path, hc, f.seed).c_str());
       }
     }
-    if (a.options.races && !a.options.json) out += FormatRaces(races, campaign_findings);
+    if (o.races && !o.json) out += FormatRaces(races, campaign_findings);
     all.push_back(std::move(ft));
-    Flush(out, a.options);
+    Flush(out, o);
   }
   const std::string shard_text = a.shard.empty() ? "" : fmt::format("{}/{}", shard->index, shard->count);
   if (a.options.json) out += Sprintf("%s\n", FuzzJson(all, shard_text).c_str());

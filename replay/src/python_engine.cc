@@ -2,6 +2,7 @@
 // driving its Python thread step by step) and what the engine says it runs.
 #include "python_engine.h"
 
+#include "text.h"
 #include "tuner_world.h"
 
 #include <fmt/format.h>
@@ -295,7 +296,7 @@ std::string DescribeEngine(const std::string& info_json) {
     for (const auto& p : j["patches"]) {
       const auto changed = p.value("changed", std::vector<std::string>{});
       const std::string sha = p.value("sha256", std::string());
-      out += fmt::format("\npatch {}{}{}: {}", p.value("file", "?"),
+      out += fmt::format("\npatch {}{}{}: {}", detail::ShownPath(p.value("file", "?")),
                          sha.empty() ? "" : " (sha256 " + sha.substr(0, 8) + ")",
                          p.value("recorded", false) ? " (named by the recording, imported)" : "",
                          changed.empty() ? std::string("changed nothing in Autotuner (applied, no effect "

@@ -41,6 +41,16 @@ Result<std::unique_ptr<sim::Strategy>> StrategyFor(const sim::StrategySpec& spec
 }
 
 
+// "engine: model (--engine auto: WHY)\n" -> "WHY".
+std::string NoteReason(const std::string& note) {
+  const std::string head = "(--engine auto: ";
+  const size_t at = note.find(head);
+  if (at == std::string::npos) return note;
+  std::string why = note.substr(at + head.size());
+  while (!why.empty() && (why.back() == '\n' || why.back() == ')')) why.pop_back();
+  return why;
+}
+
 }  // namespace
 
 ReplayOutput RunReplayCommand(const ReplayCommand& a) {
@@ -52,17 +62,36 @@ ReplayOutput RunReplayCommand(const ReplayCommand& a) {
       !same)
     return Fail(out, same.error());
   CommandOptions c = a.options;
-  // --schedule takes a file, or the schedule line itself ("rs1:...", as check prints it).
+  // --schedule takes a file, or the schedule line itself ("rs1:...", as check prints it); read
+  // before anything starts, so that a bad one is the only thing said.
   const bool inline_schedule = a.schedule.rfind(std::string(sim::kScheduleFormat) + ":", 0) == 0;
+  std::optional<sim::Schedule> schedule;
+  if (!a.schedule.empty()) {
+    auto s = inline_schedule ? sim::Schedule::Parse(a.schedule, "--schedule")
+                             : sim::Schedule::Load(a.schedule);
+    if (!s) return Fail(out, s.error());
+    schedule = std::move(*s);
+  }
+  const bool engine_auto = c.engine == "auto";
   if (!a.schedule.empty() && !inline_schedule)
     if (auto h = ApplyScheduleHeader(a.schedule, c); !h) return Fail(out, h.error());
+  // A schedule the real-code engine made: --engine auto finds the Python that runs it.
+  const bool made_by_engine = engine_auto && c.engine == "python";
+  if (made_by_engine && !c.python_exe_given) c.engine = "auto";
   if (c.engine == "auto" && !a.schedule.empty()) {
     // A schedule replays under the engine that made it: its header says which.
     const auto header = inline_schedule ? std::map<std::string, std::string>{} : ScheduleHeader(a.schedule);
     const auto it = header.find("engine");
     if (it != header.end() && it->second.rfind("model", 0) == 0) c.engine = "model";
   }
-  if (auto e = ResolveEngine(a.trace, c, a.recorded); !e) return Fail(out, e.error());
+  auto engine_note = ResolveEngine(a.trace, c, a.recorded);
+  if (!engine_note) return Fail(out, engine_note.error());
+  if (made_by_engine && c.engine != "python")
+    return Fail(out, Error{fmt::format("{} was made by the real-code engine, which --engine auto "
+                                         "did not choose for {} ({}): a schedule replays only "
+                                         "under what made it; give --engine python --python-exe PY",
+                                         a.schedule, a.trace, NoteReason(*engine_note)),
+                             kExitUsage});
   if (a.recorded && c.engine == "python")
     return Fail(out, Error{"--recorded follows the recorded order with the C++ tuner models; the "
                              "python engine runs the real code under its own switch points and "
@@ -73,7 +102,7 @@ ReplayOutput RunReplayCommand(const ReplayCommand& a) {
   if (!l) return Fail(out, l.error());
   Flush(out, c);
   Replayer rep(l->program, l->options);
-  if (auto e = StartEngine(rep, c.notes); !e) return Fail(out, e.error());
+  if (auto e = StartEngine(rep, c.notes, *engine_note); !e) return Fail(out, e.error());
   if (!a.schedule.empty() && !inline_schedule) {
     // A schedule of the real code replays only under the interpreter, mode, Triton and patches
     // that made it: the scheduling points are theirs.
@@ -114,10 +143,7 @@ ReplayOutput RunReplayCommand(const ReplayCommand& a) {
     r = rep.RunRecorded(wrap);
     how = "recorded";
   } else if (!a.schedule.empty()) {
-    auto s = inline_schedule ? sim::Schedule::Parse(a.schedule, "--schedule")
-                             : sim::Schedule::Load(a.schedule);
-    if (!s) return Fail(out, s.error());
-    sim::ScheduleReplay strategy(std::move(*s));
+    sim::ScheduleReplay strategy(std::move(*schedule));
     r = rep.Run(wrap(strategy));
     how = inline_schedule ? "the schedule given" : "schedule " + a.schedule;
   } else {

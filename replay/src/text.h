@@ -4,6 +4,7 @@
 
 #include <cstdarg>
 #include <cstdio>
+#include <filesystem>
 #include <string>
 
 namespace rerace::replay::detail {
@@ -22,6 +23,17 @@ inline std::string Sprintf(const char* format, ...) {
   if (n > 0) std::vsnprintf(out.data(), out.size() + 1, format, again);
   va_end(again);
   return out;
+}
+
+// A path as a report shows it: relative to the current directory when it lies below it (what
+// the user can type there, the same bytes in every checkout), else as given.
+inline std::string ShownPath(const std::string& path) {
+  std::error_code ec;
+  const std::filesystem::path cwd = std::filesystem::current_path(ec);
+  if (ec || path.empty() || path.front() != '/') return path;
+  const std::filesystem::path rel = std::filesystem::path(path).lexically_relative(cwd);
+  if (rel.empty() || rel.begin()->string() == "..") return path;
+  return rel.string();
 }
 
 }  // namespace rerace::replay::detail

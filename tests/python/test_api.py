@@ -120,7 +120,7 @@ class ReplayAndFuzzFromJson(unittest.TestCase):
         self.assertEqual(f.failures[0].kind, "wrong-restore")
         self.assertEqual(f.failures[0].place, "triton/runtime/autotuner.py:74 in _post_hook")
         self.assertEqual(f.failures[0].replay_command,
-                         "rerace replay /t/a.rrt --schedule rs1:6.4 --fix none")
+                         "rerace replay /t/a.rrt --schedule rs1:6.4 --engine model --fix none")
 
 
 class Errors(unittest.TestCase):
@@ -142,7 +142,23 @@ class Errors(unittest.TestCase):
             del os.environ["RERACE_EXE"]
         self.assertEqual(e.exception.exit_code, 66)
         self.assertEqual(e.exception.message, "x.rrt: cannot open the trace: No such file or directory")
-        self.assertEqual(e.exception.command[1:], ["check", "x.rrt", "--json"])
+        self.assertEqual(e.exception.command[1:],
+                         ["check", "x.rrt", "--python-exe", sys.executable, "--json"])
+
+    def test_the_default_engine_is_tried_in_this_interpreter(self):
+        # engine=None is the command's --engine auto: it looks for the recorded Triton here.
+        self.assertEqual(rerace._common(None, None, None, None, []), ["--python-exe", sys.executable])
+        self.assertEqual(rerace._common(None, None, "model", None, []), ["--engine", "model"])
+        self.assertEqual(rerace._common(None, None, None, "/py", []), ["--python-exe", "/py"])
+
+    def test_a_replay_command_names_the_engine_that_ran(self):
+        from rerace._results import engine_named
+        base = ["--python-exe", "/py", "--fix", "lock-run"]
+        self.assertEqual(engine_named(base, "python: CPython 3.12 (gil), Triton 3.6.0, patches none"),
+                         ["--engine", "python", *base])
+        self.assertEqual(engine_named(base, "model triton"), ["--engine", "model", "--fix", "lock-run"])
+        self.assertEqual(engine_named(["--engine", "python", *base], "python: x"),
+                         ["--engine", "python", *base])
 
     def test_patch_selects_the_python_engine_in_this_interpreter(self):
         args = rerace._common(None, "fix.py", None, None, [])
@@ -154,6 +170,9 @@ class EndToEnd(unittest.TestCase):
     def test_check_replay_fuzz_on_the_sample(self):
         r = rerace.check(SAMPLE)
         self.assertEqual(r.verdict, "fails")
+        # The default engine (auto) with this interpreter, which has Triton 3.6: the real code.
+        self.assertTrue(r.engine.startswith("python"), r.engine)
+        self.assertIn("--engine python", r.counterexample.replay_command)
         again = rerace.replay(SAMPLE, schedule=r.counterexample.schedule)
         self.assertEqual(again.findings, r.counterexample.findings)
         self.assertTrue(rerace.fuzz(SAMPLE, runs=5).failed)

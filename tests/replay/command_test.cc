@@ -89,8 +89,11 @@ TEST(Command, HintsQuoteWhatTheShellWouldSplit) {
   CommandOptions o;
   o.fix = "local=nargs;lock=hooks";
   o.reps = 3;
-  EXPECT_EQ(ReplayCommandLine("a b.rrt", o), "rerace replay 'a b.rrt' --fix 'local=nargs;lock=hooks' --reps 3");
-  EXPECT_EQ(SeedCommandLine("t.rrt", CommandOptions{}, 7), "rerace replay t.rrt --strategy random --seed 7");
+  // The engine is named always: the command line's default (auto) may choose the other one.
+  EXPECT_EQ(ReplayCommandLine("a b.rrt", o),
+            "rerace replay 'a b.rrt' --fix 'local=nargs;lock=hooks' --reps 3 --engine model");
+  EXPECT_EQ(SeedCommandLine("t.rrt", CommandOptions{}, 7),
+            "rerace replay t.rrt --engine model --strategy random --seed 7");
   EXPECT_EQ(ShellQuote("it's"), "'it'\\''s'");
   EXPECT_EQ(UniqueStems({"a/x.rrt", "b/x.rrt", "c/y.rrt"}), (std::vector<std::string>{"x.1", "x.2", "y"}));
 }

@@ -207,15 +207,19 @@ TEST(HostileInput, TruncatedTraceIsSaidFirstAndCheckRefusesIt) {
   std::remove(cut.c_str());
 }
 
+// From here on the commands run the C++ model (--engine model): the real-code engine says on
+// stderr what it runs before any output is written, and its own hostile cases are
+// tests/tools/hostile_engine_test.cc.
+
 // Output lost to a full device is an error (74) with one line on stderr, whatever the command
 // found; a file that cannot be written whole is not left behind in part.
 TEST(HostileInput, OutputToAFullDeviceIsExit74) {
   const std::string t = Sample();
   const std::string json = ::testing::TempDir() + "/hostile-fuzz.json";
-  ASSERT_EQ(RunRerace("fuzz " + t + " --runs 3 --json", "", "> " + json).code, 1);
+  ASSERT_EQ(RunRerace("fuzz --engine model " + t + " --runs 3 --json", "", "> " + json).code, 1);
   for (const std::string& cmd :
-       {"show " + t, "replay " + t, "replay " + t + " --seed 3", "check " + t + " --runs 3",
-        "fuzz " + t + " --runs 3 --json", "fuzz " + t + " --runs 3", "merge " + json,
+       {"show " + t, "replay --engine model " + t, "replay --engine model " + t + " --seed 3", "check --engine model " + t + " --runs 3",
+        "fuzz --engine model " + t + " --runs 3 --json", "fuzz --engine model " + t + " --runs 3", "merge " + json,
         "show --frames " + t, std::string("classic --list")}) {
     SCOPED_TRACE(cmd);
     const CliRun r = RunRerace(cmd, "", "2>&1 >/dev/full");
@@ -236,9 +240,9 @@ TEST(HostileInput, FailedWritesLeaveNoPartialFile) {
   } cases[] = {
       {"export " + t + " -o " + dir + "/export.json", dir + "/export.json: cannot write"},
       {"synth -o " + dir + "/synth.rrt --threads 64", dir + "/synth.rrt: write failed"},
-      {"replay " + t + " --seed 3 --perfetto " + dir + "/replay.json", dir + "/replay.json: cannot write"},
-      {"fuzz " + t + " --runs 40 --junit " + dir + "/junit.xml", dir + "/junit.xml: cannot write"},
-      {"replay " + t + " --seed 3 --save-schedule " + dir + "/replay.sched",
+      {"replay --engine model " + t + " --seed 3 --perfetto " + dir + "/replay.json", dir + "/replay.json: cannot write"},
+      {"fuzz --engine model " + t + " --runs 40 --junit " + dir + "/junit.xml", dir + "/junit.xml: cannot write"},
+      {"replay --engine model " + t + " --seed 3 --save-schedule " + dir + "/replay.sched",
        dir + "/replay.sched: cannot write the schedule"},
   };
   for (const auto& c : cases) {
@@ -263,10 +267,10 @@ TEST(HostileInput, OutputsAreWrittenToThePathNotRenamedOverIt) {
   const std::string writers[] = {
       "export " + t + " -o " + full,
       "synth -o " + full,
-      "replay " + t + " --seed 3 --perfetto " + full,
-      "replay " + t + " --seed 3 --save-schedule " + full,
-      "check " + t + " --runs 3 --save-schedule " + full,
-      "fuzz " + t + " --runs 20 --junit " + full,
+      "replay --engine model " + t + " --seed 3 --perfetto " + full,
+      "replay --engine model " + t + " --seed 3 --save-schedule " + full,
+      "check --engine model " + t + " --runs 3 --save-schedule " + full,
+      "fuzz --engine model " + t + " --runs 20 --junit " + full,
   };
   for (const std::string& cmd : writers) {
     SCOPED_TRACE(cmd);
@@ -285,7 +289,7 @@ TEST(HostileInput, OutputsAreWrittenToThePathNotRenamedOverIt) {
   std::filesystem::permissions(dir + "/target.json", std::filesystem::perms::owner_read |
                                                          std::filesystem::perms::owner_write |
                                                          std::filesystem::perms::group_read);
-  ASSERT_EQ(RunRerace("replay " + t + " --seed 3 --save-schedule " + dir + "/target.json").code, 1);
+  ASSERT_EQ(RunRerace("replay --engine model " + t + " --seed 3 --save-schedule " + dir + "/target.json").code, 1);
   EXPECT_EQ(std::filesystem::status(dir + "/target.json").permissions() & std::filesystem::perms::all,
             std::filesystem::perms::owner_read | std::filesystem::perms::owner_write |
                 std::filesystem::perms::group_read);
@@ -311,10 +315,10 @@ TEST(HostileInput, OutputThatIsAnInputIsRefused) {
   } cases[] = {
       {"export " + copy + " -o " + copy, "-o " + copy + ": that is the input " + copy},
       {"export " + copy + " -o " + dir + "/alias.rrt", "that is the input " + copy},
-      {"replay " + copy + " --seed 3 --save-schedule " + copy, "--save-schedule " + copy + ": that is the input"},
-      {"replay " + copy + " --seed 3 --perfetto " + copy, "--perfetto " + copy + ": that is the input"},
-      {"check " + copy + " --runs 3 --save-schedule " + copy, "that is the input"},
-      {"fuzz " + copy + " --runs 3 --junit " + copy, "--junit " + copy + ": that is the input"},
+      {"replay --engine model " + copy + " --seed 3 --save-schedule " + copy, "--save-schedule " + copy + ": that is the input"},
+      {"replay --engine model " + copy + " --seed 3 --perfetto " + copy, "--perfetto " + copy + ": that is the input"},
+      {"check --engine model " + copy + " --runs 3 --save-schedule " + copy, "that is the input"},
+      {"fuzz --engine model " + copy + " --runs 3 --junit " + copy, "--junit " + copy + ": that is the input"},
       {"merge " + copy + " --junit " + copy, "--junit " + copy + ": that is the input"},
       {"replay " + copy + " --engine python --patch " + patch + " --save-schedule " + patch,
        "that is the input " + patch},
@@ -338,18 +342,18 @@ TEST(HostileInput, EveryNumberIsDigitsOnlyAndEmptyScheduleIsRefused) {
   const struct {
     std::string args, fragment;
   } cases[] = {
-      {"check " + t + " --bound 0x10", "--bound: '0x10' is not a number in digits"},
-      {"check " + t + " --bound ' 7'", "--bound: ' 7' is not a number in digits"},
-      {"check " + t + " --bound 101", "--bound: '101' is out of range"},
+      {"check --engine model " + t + " --bound 0x10", "--bound: '0x10' is not a number in digits"},
+      {"check --engine model " + t + " --bound ' 7'", "--bound: ' 7' is not a number in digits"},
+      {"check --engine model " + t + " --bound 101", "--bound: '101' is out of range"},
       {"classic abba-deadlock --seed -1", "--seed: '-1' is not a number in digits"},
       {"classic abba-deadlock --runs 0x2", "--runs: '0x2'"},
       {"classic abba-deadlock --max-steps 0", "--max-steps: '0' is out of range"},
       {"classic abba-deadlock --quantum ' 1'", "--quantum: ' 1'"},
-      {"replay " + t + " --schedule ''", "--schedule: '' names no file and no schedule"},
+      {"replay --engine model " + t + " --schedule ''", "--schedule: '' names no file and no schedule"},
       {"classic abba-deadlock --schedule ''", "--schedule: '' names no file"},
       {"classic abba-deadlock --save-schedule ''", "--save-schedule: '' names no file"},
       {"replay " + t + " --engine python --watchdog 0s", "--watchdog: '0s': too short"},
-      {"replay " + t + " --allow-recorded-patch", "need --engine python"},
+      {"replay " + t + " --engine model --allow-recorded-patch", "need --engine python"},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.args);
@@ -365,7 +369,7 @@ TEST(HostileInput, SaveFailuresKeepsTracesOfOneNameApart) {
   for (const char* sub : {"/a", "/b", "/d"}) std::filesystem::create_directories(dir + sub);
   std::filesystem::copy_file(Sample(), dir + "/a/x.rrt");
   std::filesystem::copy_file(Sample(), dir + "/b/x.rrt");
-  const CliRun r = RunRerace("fuzz " + dir + "/a/x.rrt " + dir + "/b/x.rrt --runs 30 --save-failures " +
+  const CliRun r = RunRerace("fuzz --engine model " + dir + "/a/x.rrt " + dir + "/b/x.rrt --runs 30 --save-failures " +
                              dir + "/d");
   ASSERT_EQ(r.code, 1) << r.out;
   size_t lines = 0;
@@ -394,7 +398,7 @@ TEST(HostileInput, NonUtf8PathsAndFixesGiveValidJsonAndJunit) {
   const std::string odd = dir + "/trace-\xff\xfe.rrt";
   std::filesystem::copy_file(Sample(), odd);
   const std::string fix = "\"$(printf 'lock=run:L\\377')\"";
-  const CliRun json = RunRerace("fuzz '" + odd + "' --runs 5 --fix " + fix + " --json --junit " +
+  const CliRun json = RunRerace("fuzz --engine model '" + odd + "' --runs 5 --fix " + fix + " --json --junit " +
                                     dir + "/junit.xml",
                                 "", "2>/dev/null > " + dir + "/out.json");
   ASSERT_EQ(json.signal, 0);

@@ -256,6 +256,41 @@ TEST(ReportEngine, AutoSaysWhichEngineAndWhy) {
       << real.out;
 }
 
+// Issue 28: --engine auto is the default. It chooses per trace (fuzz of a native and a Triton
+// recording runs each under its own engine), every hint names the engine it ran, fuzz runs 100
+// seeds under the real code unless told, and a --patch the model would get is refused.
+TEST(ReportEngine, TheDefaultIsAutoPerTraceAndHintsNameTheEngine) {
+  EXPECT_TRUE(Has(Rerace("replay --help").out, "=auto")) << "the default engine";
+  const std::string native = SampleTrace("native-none-h200.rrt");
+  const CliRun model = Rerace("replay " + native + " --seed 3");
+  EXPECT_EQ(model.code, 1) << model.out;
+  EXPECT_TRUE(Has(model.out, "engine: model (--engine auto: ")) << model.out;
+  EXPECT_TRUE(Has(model.out, "rerace replay " + native + " --engine model --strategy random --seed 3"))
+      << model.out;
+  const std::string patch = Source("tests/data/patches/reach_works.py");
+  const CliRun patched = Rerace("check " + native + " --patch " + patch);
+  EXPECT_EQ(patched.code, 64) << patched.out;
+  EXPECT_TRUE(Has(patched.out, "--patch runs only under the real-code engine, and --engine auto "
+                               "chose the model: the recording's tuner is modelled by 'native'"))
+      << patched.out;
+  EXPECT_EQ(Lines(patched.out).size(), 1u) << patched.out;
+  const std::string root = RERACE_PY_ROOT;
+  if (root.empty() || access((root + "/venv312/bin/python").c_str(), X_OK) != 0)
+    GTEST_SKIP() << root << "/venv312/bin/python is missing (tools/scripts/python-envs.sh)";
+  const std::string triton = SampleTrace("triton-none-h200.rrt");
+  const CliRun dflt = Rerace("replay " + triton + " --seed 3");
+  EXPECT_EQ(dflt.out, Rerace("replay " + triton + " --engine auto --seed 3").out);
+  EXPECT_TRUE(Has(dflt.out, "(engine python: CPython 3.12")) << dflt.out;
+  const CliRun both = Rerace("fuzz " + triton + " " + native + " --failure nargs-none");
+  EXPECT_EQ(both.code, 1) << both.out;
+  EXPECT_TRUE(Has(both.out, "fuzz " + triton + " (engine python, fix none, strategy random, failure "
+                            "nargs-none): 100 runs"))
+      << both.out;
+  EXPECT_TRUE(Has(both.out, "fuzz " + native + " (model native, fix none, strategy random, failure "
+                            "nargs-none): 1000 runs"))
+      << both.out;
+}
+
 // Issue 26, item 6: fuzz --jobs N with the real-code engine (a Python process per job) gives
 // one job's report, byte for byte: text, JSON with races, and every schedule file. Small runs
 // and one failure kind, so that shrinking stays short.
@@ -352,7 +387,7 @@ TEST(ReportSchedule, HeaderOptionsApplyAndMismatchesAreRefused) {
   EXPECT_EQ(reps.code, 64) << reps.out;
   // A schedule of another trace diverges: exit 65 with the step, never 1.
   const std::string other = dir + "/synth.sched";
-  ASSERT_EQ(Rerace("replay " + SampleTrace("synth-h200-shape.rrt") + " --seed 3 --save-schedule " + other).code, 1);
+  ASSERT_EQ(Rerace("replay " + SampleTrace("synth-h200-shape.rrt") + " --engine model --seed 3 --save-schedule " + other).code, 1);
   const CliRun diverged = Rerace("replay " + SampleTrace("native-none-h200.rrt") + " --schedule " + other);
   EXPECT_EQ(diverged.code, 65) << diverged.out;
   EXPECT_TRUE(Has(diverged.out, "diverges from this program at step")) << diverged.out;
@@ -382,15 +417,15 @@ TEST(ReportRaces, RacesArePrintedByCheckAndInEveryJson) {
 // Item 6: --naive needs --bound; --bound 0 cannot preempt and does not certify.
 TEST(ReportCheck, NaiveNeedsABoundAndBoundZeroIsNoVerdict) {
   const std::string s = SampleTrace("synth-h200-shape.rrt");
-  const CliRun naive = Rerace("check " + s + " --naive");
+  const CliRun naive = Rerace("check --engine model " + s + " --naive");
   EXPECT_EQ(naive.code, 64) << naive.out;
   EXPECT_TRUE(Has(naive.out, "--naive requires --bound")) << naive.out;
-  const CliRun zero = Rerace("check " + s + " --fix none --bound 0");
+  const CliRun zero = Rerace("check --engine model " + s + " --fix none --bound 0");
   EXPECT_FALSE(Has(zero.out, "holds")) << zero.out;
   EXPECT_TRUE(Has(zero.out, "verdict: inconclusive")) << zero.out;
   EXPECT_TRUE(Has(zero.out, "cannot reach a race")) << zero.out;
   EXPECT_EQ(zero.code, 3) << zero.out;  // not 0: nothing was certified
-  const CliRun zero_json = Rerace("check " + s + " --fix none --bound 0 --json");
+  const CliRun zero_json = Rerace("check --engine model " + s + " --fix none --bound 0 --json");
   EXPECT_TRUE(Has(zero_json.out, "\"verdict\":\"inconclusive\"")) << zero_json.out;
   EXPECT_EQ(zero_json.code, 3) << zero_json.out;
 }
@@ -401,22 +436,22 @@ TEST(ReportCheck, NaiveNeedsABoundAndBoundZeroIsNoVerdict) {
 // automatic policy's DPOR at bound 1 stopped by --max-runs).
 TEST(ReportCheck, ABudgetStopIsInconclusiveNotHolds) {
   const std::string s = SampleTrace("synth-h200-shape.rrt");
-  const CliRun cut = Rerace("check " + s + " --fix lock-run --bound 1 --max-runs 1");
+  const CliRun cut = Rerace("check --engine model " + s + " --fix lock-run --bound 1 --max-runs 1");
   EXPECT_EQ(cut.code, 3) << cut.out;
   EXPECT_FALSE(Has(cut.out, "holds for")) << cut.out;
   EXPECT_TRUE(Has(cut.out, "verdict: inconclusive: no counterexample to fix 'lock-run' in 1 "
                            "schedules, but the DPOR search at bound 1 was not exhausted (stopped "
                            "at the budget of 1 runs, --max-runs)"))
       << cut.out;
-  const CliRun cut_json = Rerace("check " + s + " --fix lock-run --bound 1 --max-runs 1 --json");
+  const CliRun cut_json = Rerace("check --engine model " + s + " --fix lock-run --bound 1 --max-runs 1 --json");
   EXPECT_EQ(cut_json.code, 3) << cut_json.out;
   EXPECT_TRUE(Has(cut_json.out, "\"verdict\":\"inconclusive\"")) << cut_json.out;
   EXPECT_TRUE(Has(cut_json.out, "\"exhausted\":false")) << cut_json.out;
-  const CliRun full = Rerace("check " + s + " --fix lock-run --bound 1 --json");
+  const CliRun full = Rerace("check --engine model " + s + " --fix lock-run --bound 1 --json");
   EXPECT_EQ(full.code, 0) << full.out;
   EXPECT_TRUE(Has(full.out, "\"verdict\":\"holds\"")) << full.out;
   EXPECT_TRUE(Has(full.out, "\"exhausted\":true")) << full.out;
-  const CliRun automatic = Rerace("check " + s + " --fix lock-run --max-runs 2 --runs 3");
+  const CliRun automatic = Rerace("check --engine model " + s + " --fix lock-run --max-runs 2 --runs 3");
   EXPECT_EQ(automatic.code, 3) << automatic.out;
   EXPECT_TRUE(Has(automatic.out, "3 sampled schedules found nothing either")) << automatic.out;
 }
@@ -474,13 +509,20 @@ TEST(ReportRecord, NoCudaContextIsAnErrorNotSilence) {
 // Item 11: a tuner class rerace does not model is refused by name, with the way out.
 TEST(ReportModel, UnknownTunerClassIsRefusedByName) {
   const std::string t = SampleTrace("torch-two-threads-h200.rrt");
-  for (const std::string& cmd : {"fuzz " + t + " --runs 5", "replay " + t, "check " + t}) {
+  for (const std::string& cmd : {"fuzz --engine model " + t + " --runs 5", "replay --engine model " + t, "check --engine model " + t}) {
     const CliRun r = Rerace(cmd);
     EXPECT_EQ(r.code, 65) << cmd << "\n" << r.out;
     EXPECT_TRUE(Has(r.out, "tuner class 'torch.test'") && Has(r.out, "--model")) << r.out;
     EXPECT_EQ(Lines(r.out).size(), 1u) << r.out;
   }
-  EXPECT_NE(Rerace("replay " + t + " --model triton").code, 65);
+  EXPECT_NE(Rerace("replay --engine model " + t + " --model triton").code, 65);
+  // The default tries the real class, which needs its module: one line naming it, and the way
+  // out (--engine model), never a run of stock code under its name.
+  const CliRun real = Rerace("replay " + t);
+  EXPECT_NE(real.code, 0) << real.out;
+  EXPECT_NE(real.code, 1) << real.out;
+  EXPECT_TRUE(Has(real.out, "torch.test") && Has(real.out, "--engine model")) << real.out;
+  EXPECT_EQ(Lines(real.out).size(), 1u) << real.out;
 }
 
 // Item 12: synth calls every tuner it announces, and the header records the whole scenario.
@@ -505,8 +547,8 @@ TEST(ReportSynth, EveryTunerIsCalledAndTheHeaderRemakesTheTrace) {
 TEST(ReportMerge, SameShardTwiceIsRefusedAndAMissingShardReported) {
   const std::string dir = TempDir("merge");
   const std::string t = SampleTrace("synth-h200-shape.rrt");
-  ASSERT_EQ(Rerace("fuzz " + t + " --runs 10 --shard 0/2 --json > " + dir + "/s0.json").code, 1);
-  ASSERT_EQ(Rerace("fuzz " + t + " --runs 10 --shard 1/2 --json > " + dir + "/s1.json").code, 1);
+  ASSERT_EQ(Rerace("fuzz --engine model " + t + " --runs 10 --shard 0/2 --json > " + dir + "/s0.json").code, 1);
+  ASSERT_EQ(Rerace("fuzz --engine model " + t + " --runs 10 --shard 1/2 --json > " + dir + "/s1.json").code, 1);
   std::filesystem::copy_file(dir + "/s0.json", dir + "/copy.json");
   const CliRun twice = Rerace("merge " + dir + "/s0.json " + dir + "/s0.json");
   EXPECT_EQ(twice.code, 64) << twice.out;
@@ -518,9 +560,9 @@ TEST(ReportMerge, SameShardTwiceIsRefusedAndAMissingShardReported) {
   EXPECT_TRUE(Has(missing.out, "shard 1/2 is missing")) << missing.out;
   EXPECT_EQ(Rerace("merge " + dir + "/s0.json " + dir + "/s1.json > /dev/null").code, 1);
   // Item 5: races travel through merge, once per object and pair of lines, as in one run.
-  ASSERT_EQ(Rerace("fuzz " + t + " --runs 10 --shard 0/2 --races --json > " + dir + "/r0.json").code, 1);
-  ASSERT_EQ(Rerace("fuzz " + t + " --runs 10 --shard 1/2 --races --json > " + dir + "/r1.json").code, 1);
-  const CliRun whole = Rerace("fuzz " + t + " --runs 20 --races --json");
+  ASSERT_EQ(Rerace("fuzz --engine model " + t + " --runs 10 --shard 0/2 --races --json > " + dir + "/r0.json").code, 1);
+  ASSERT_EQ(Rerace("fuzz --engine model " + t + " --runs 10 --shard 1/2 --races --json > " + dir + "/r1.json").code, 1);
+  const CliRun whole = Rerace("fuzz --engine model " + t + " --runs 20 --races --json");
   const CliRun merged = Rerace("merge " + dir + "/r0.json " + dir + "/r1.json");
   EXPECT_GT(Count(whole.out, "\"object\":"), 0u) << whole.out;
   EXPECT_EQ(Count(merged.out, "\"object\":"), Count(whole.out, "\"object\":"));
@@ -594,10 +636,10 @@ TEST(ReportSchedule, SeedLineOnlyForASeededSchedule) {
     std::string seed_line;  // "" : none
   };
   const Case cases[] = {
-      {"replay " + s + " --seed 5", "# seed: 5\n"},
-      {"replay " + s + " --recorded", ""},
-      {"check " + s + " --bound 1", ""},
-      {"check " + s + " --fix tls-nargs --runs 100", ""},  // DPOR finds it before the sampling
+      {"replay --engine model " + s + " --seed 5", "# seed: 5\n"},
+      {"replay --engine model " + s + " --recorded", ""},
+      {"check --engine model " + s + " --bound 1", ""},
+      {"check --engine model " + s + " --fix tls-nargs --runs 100", ""},  // DPOR finds it before the sampling
   };
   int n = 0;
   for (const Case& c : cases) {

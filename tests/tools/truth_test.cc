@@ -396,7 +396,8 @@ TEST(Truth, ExplanationsCiteTheWriteAtItsStepOnTheTimeline) {
   const std::string dir = TempDir("cited");
   const std::string none = SampleTrace("triton-none-h200.rrt");
   // A schedule that ends in nargs-none (check's counterexample) for the "set it to None" words.
-  ASSERT_EQ(Rerace("check " + none + " --failure nargs-none --bound 1 --save-schedule " + dir +
+  // The model's explanations (the engine's: the test below).
+  ASSERT_EQ(Rerace("check " + none + " --engine model --failure nargs-none --bound 1 --save-schedule " + dir +
                    "/nargs.sched")
                 .code,
             1);
@@ -413,7 +414,8 @@ TEST(Truth, ExplanationsCiteTheWriteAtItsStepOnTheTimeline) {
   for (const CitedCase& c : cases) {
     SCOPED_TRACE(std::string(c.trace) + " " + c.run);
     const std::string timeline = dir + "/t.json";
-    const CliRun r = Rerace("replay " + SampleTrace(c.trace) + " " + c.run + " --json --perfetto " + timeline);
+    const CliRun r = Rerace("replay " + SampleTrace(c.trace) + " " + c.run +
+                            " --engine model --json --perfetto " + timeline);
     ASSERT_EQ(r.code, 1) << r.out;
     const std::map<int, Step> steps = Timeline(Slurp(timeline));
     ASSERT_FALSE(steps.empty());

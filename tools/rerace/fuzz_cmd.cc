@@ -30,7 +30,8 @@ void RegisterFuzz(CLI::App& app, CommandTable& table) {
       "fuzz", "Replay traces under many seeds; report each distinct failure once, with its seed "
               "and schedule (exit 1 when any fails)");
   f->add_option("traces", cmd.traces, "Trace files")->required();
-  auto* runs = f->add_option("--runs", cmd.runs, "Runs per trace; with --shard, runs of this shard (N shards of --runs R cover N*R seeds)")
+  auto* runs = f->add_option("--runs", cmd.runs, "Runs per trace (1000; 100 for a trace the python engine runs, unless given); with "
+                             "--shard, runs of this shard (N shards of --runs R cover N*R seeds)")
                    ->default_val(1000)
                    ->check(flags::Count(1, flags::kMaxRuns));
   auto* time = f->add_option("--time", fa->time, "Time budget instead of --runs (90s, 10m, 1h)")
@@ -53,8 +54,9 @@ void RegisterFuzz(CLI::App& app, CommandTable& table) {
       ->default_val(0)
       ->check(flags::Count(0, 4096));
   AddCommonFlags(f, fa->flags, true);
-  table.Add(f, [fa] {
+  table.Add(f, [fa, runs] {
     replay::FuzzCommand command = fa->command;
+    command.runs_given = runs->count() > 0;
     command.options = ParsedOptions(fa->flags);
     // Checked by flags::Duration() when parsed.
     auto seconds = fa->time.empty() ? Result<double>(0.0) : flags::ParseDuration(fa->time);
@@ -62,13 +64,14 @@ void RegisterFuzz(CLI::App& app, CommandTable& table) {
     command.seconds = *seconds;
     if (ShowProgress(command.options)) {
       const auto start = std::chrono::steady_clock::now();
-      command.progress = [start, runs = command.runs, budget = command.seconds](
-                             const std::string& trace, const replay::CampaignProgress& p) {
+      command.progress = [start, budget = command.seconds](const std::string& trace,
+                                                            const replay::CampaignProgress& p) {
+        const uint64_t planned = p.planned;
         const double elapsed =
             std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
         const double rate = static_cast<double>(p.runs) / std::max(elapsed, 1e-9);
         const double left = budget > 0 ? budget - elapsed
-                                       : static_cast<double>(runs - p.runs) / std::max(rate, 1e-9);
+                                       : (static_cast<double>(planned) - static_cast<double>(p.runs)) / std::max(rate, 1e-9);
         std::fprintf(stderr, "\r%s: %llu runs (%.0f/s), %llu failing, %llu distinct, %.0f s left   ",
                      trace.c_str(), static_cast<unsigned long long>(p.runs), rate,
                      static_cast<unsigned long long>(p.failing),

@@ -34,12 +34,12 @@ void AddCommonFlags(CLI::App* sub, CommonFlags& f, bool with_strategy) {
       ->default_val("auto")
       ->check(CLI::IsMember(models));
   sub->add_option("--engine", c.engine,
-                  "model: rerace's C++ tuner models (fast, no Python needed); python: the real "
-                  "tuner code (the Triton installed for --python-exe, the patches) run one thread "
-                  "at a time under rerace's scheduler; auto: python when the recording came from "
-                  "Python and a Triton of its version imports with --python-exe (else "
-                  "build/py's), else the model, said in one line on standard error")
-      ->default_val("model")
+                  "auto: the real tuner code when the recording came from Python's Triton and a "
+                  "Triton of its version imports with --python-exe (else build/py's), else the "
+                  "model, said in one line on standard error; python: the real tuner code (the "
+                  "Triton installed for --python-exe, the patches) run one thread at a time under "
+                  "rerace's scheduler; model: rerace's C++ tuner models (fast, no Python needed)")
+      ->default_val("auto")
       ->check(CLI::IsMember({"model", "python", "auto"}));
   sub->add_option("--patch", c.patches,
                   "With --engine python: a Python file imported before the tuners are built, as "
@@ -128,7 +128,11 @@ replay::CommandOptions ParsedOptions(const CommonFlags& f) {
   auto watchdog = flags::ParseDuration(f.watchdog);
   o.watchdog_seconds = watchdog ? *watchdog : 60;
   o.colour = UseColour();
-  o.notes = [](const std::string& text) { std::fputs(text.c_str(), stderr); };
+  // What the report printed so far goes out first: a note follows it as the command said them.
+  o.notes = [](const std::string& text) {
+    std::fflush(stdout);
+    std::fputs(text.c_str(), stderr);
+  };
   o.report = [](const std::string& text) { std::fputs(text.c_str(), stdout); };
   return o;
 }

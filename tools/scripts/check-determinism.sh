@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Determinism across optimization levels: two builds of rerace (e.g. -O2 and -O0) must print
 # byte-identical reports for the same inputs and seeds.
+# The C++ model (--engine model): the real-code engine runs Python, whose determinism the python
+# engine tests check (PythonEngine.*).
 set -euo pipefail
 a=$1 b=$2
 tmp=$(mktemp -d)
@@ -33,27 +35,32 @@ replay_all() {
   local bin=$1 out=$2
   : >"$out"
   for seed in 1 2 3 17 99; do
-    "$bin" replay "$trace" --seed "$seed" >>"$out" 2>&1 || true
-    "$bin" replay "$trace" --seed "$seed" --strategy pct --json >>"$out" 2>&1 || true
+    "$bin" replay --engine model "$trace" --seed "$seed" >>"$out" 2>&1 || true
+    "$bin" replay --engine model "$trace" --seed "$seed" --strategy pct --json >>"$out" 2>&1 || true
   done
-  "$bin" replay "$trace" --recorded >>"$out" 2>&1 || true
-  "$bin" replay "$real" --recorded --json >>"$out" 2>&1 || true
-  "$bin" check "$real" --fix tls-nargs --runs 100 >>"$out" 2>&1 || true
-  "$bin" replay "$native" --recorded --json >>"$out" 2>&1 || true
-  for seed in 1 5; do "$bin" replay "$native" --seed "$seed" >>"$out" 2>&1 || true; done
-  "$bin" check "$native" --fix lock-key-future --runs 200 >>"$out" 2>&1 || true
-  "$bin" check "$real" --fix lock-run --bound 2 >>"$out" 2>&1 || true
-  "$bin" check "$real" --fix tls-nargs --bound 1 >>"$out" 2>&1 || true
-  "$bin" fuzz "$trace" --runs 200 --strategy timed >>"$out" 2>&1 || true
+  "$bin" replay --engine model "$trace" --recorded >>"$out" 2>&1 || true
+  "$bin" replay --engine model "$real" --recorded --json >>"$out" 2>&1 || true
+  "$bin" check --engine model "$real" --fix tls-nargs --runs 100 >>"$out" 2>&1 || true
+  "$bin" replay --engine model "$native" --recorded --json >>"$out" 2>&1 || true
+  for seed in 1 5; do "$bin" replay --engine model "$native" --seed "$seed" >>"$out" 2>&1 || true; done
+  "$bin" check --engine model "$native" --fix lock-key-future --runs 200 >>"$out" 2>&1 || true
+  "$bin" check --engine model "$real" --fix lock-run --bound 2 >>"$out" 2>&1 || true
+  "$bin" check --engine model "$real" --fix tls-nargs --bound 1 >>"$out" 2>&1 || true
+  "$bin" fuzz --engine model "$trace" --runs 200 --strategy timed >>"$out" 2>&1 || true
   # Targeted checks, race lists, saved failures and what show prints (demangled kernels).
-  "$bin" check "$real" --failure in-param-not-in-cache >>"$out" 2>&1 || true
-  "$bin" fuzz "$trace" --runs 100 --races --json >>"$out" 2>&1 || true
-  rm -rf "$tmp/saved" && "$bin" fuzz "$real" --runs 100 --save-failures "$tmp/saved" >>"$out" 2>&1 || true
+  "$bin" check --engine model "$real" --failure in-param-not-in-cache >>"$out" 2>&1 || true
+  "$bin" fuzz --engine model "$trace" --runs 100 --races --json >>"$out" 2>&1 || true
+  rm -rf "$tmp/saved" && "$bin" fuzz --engine model "$real" --runs 100 --save-failures "$tmp/saved" >>"$out" 2>&1 || true
   cat "$tmp"/saved/*.sched >>"$out"
   "$bin" show "$native" >>"$out" 2>&1 || true
   for fix in none tls-nargs lock-run owner-thread; do
-    "$bin" check "$trace" --fix "$fix" --runs 300 >>"$out" 2>&1 || true
+    "$bin" check --engine model "$trace" --fix "$fix" --runs 300 >>"$out" 2>&1 || true
   done
+  # The default, --engine auto: the real code where build/py has the recorded Triton (both builds
+  # find the same one), the C++ scheduler and DPOR driving it.
+  for seed in 1 3; do "$bin" replay "$real" --seed "$seed" --json >>"$out" 2>&1 || true; done
+  "$bin" check "$real" --fix lock-run >>"$out" 2>&1 || true
+  "$bin" fuzz "$real" --runs 20 --jobs 2 >>"$out" 2>&1 || true
 }
 trace=$(dirname "$0")/../../traces/samples/synth-h200-shape.rrt
 real=$(dirname "$0")/../../traces/samples/triton-none-h200.rrt

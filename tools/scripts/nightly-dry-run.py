@@ -14,7 +14,8 @@
    bash), the build replaced by the RERACE_BIN given, `--time 10m` by `--runs 12`, FIXES as the
    file has them (a placeholder must run as copied), traces/ holding the bundled synthetic
    trace, artifacts passed from job to job. A build of a workflow that never runs
-   `--engine python` must skip the Python environments (PYTHON_ENVS=OFF).
+   `--engine python` must skip the Python environments (PYTHON_ENVS=OFF), and then name the
+   model (`--engine model`) in each fuzz, check and replay, the default being `--engine auto`.
    Then: every fuzz step exits 0 although both fixes find failures; the merge step exits 1 (a
    failure found) after merging both fixes, each over 4 shards x 12 runs; saved schedules of the
    two fixes do not overwrite each other.
@@ -91,6 +92,11 @@ def check_structure(wf):
                 built = True
             elif "rerace/build/bin/rerace" in run and not built:
                 fail(f"{where}: runs rerace, but the job has not checked out and built it")
+            for cmd in re.findall(r"rerace/build/bin/rerace (?:fuzz|check|replay)[^\n]*", run):
+                if "--engine" not in cmd and not python_engine:
+                    fail(f"{where}: '{cmd.strip()}' runs the default engine (auto: Triton's real "
+                         "code where a Python with it is found) in a build without the Python "
+                         "environments: say --engine model")
             if uses.startswith("actions/upload-artifact@") and "always()" not in str(step.get("if", "")):
                 fail(f"{where}: uploads results without 'if: always()' (a fuzz step that finds "
                      "failures would lose them)")

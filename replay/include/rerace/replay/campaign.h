@@ -77,6 +77,7 @@ struct CampaignResult {
 
 struct CampaignProgress {
   uint64_t runs = 0, failing = 0, distinct = 0;
+  uint64_t planned = 0;  // CampaignOptions::runs (0 with a time budget)
 };
 
 // `progress`, when set, is called now and then on this thread.

@@ -125,6 +125,7 @@ struct FuzzCommand {
   CommandOptions options;
   std::vector<std::string> traces;
   uint64_t runs = 1000;
+  bool runs_given = false;  // not given: kEngineFuzzRuns for a trace the python engine runs
   double seconds = 0;     // --time: > 0 replaces runs
   uint64_t seed = 1;
   std::string save_dir;   // --save-failures
@@ -135,6 +136,10 @@ struct FuzzCommand {
   std::function<void(const std::string& trace, const CampaignProgress&)> progress;
   std::function<void()> progress_done;  // after each trace's campaign, when `progress` is set
 };
+// fuzz's runs per trace under the real-code engine when --runs is not given (about 10 a second
+// there, against thousands for the model): check's sampled runs use the same number.
+inline constexpr uint64_t kEngineFuzzRuns = 100;
+// --engine auto resolves per trace (a native recording among Python ones runs the model).
 FuzzOutput RunFuzzCommand(const FuzzCommand& command);
 
 struct CheckCommand {
@@ -169,13 +174,18 @@ struct LoadedTrace {
 [[nodiscard]] Result<LoadedTrace> LoadTrace(const std::string& path, const CommandOptions& c,
                                             std::string& out, bool refuse_truncated = false);
 
-// --engine auto: resolves c.engine to "python" or "model" for the trace at `path` and says which
-// and why in one note. `recorded`: --recorded, which only the model follows.
+// --engine auto: resolves c.engine to "python" or "model" for the trace at `path`; returns the
+// note that says which and why ("" when --engine was not auto), for the caller to give after
+// what must come first (a truncated trace's warning) and never before an error. `recorded`:
+// --recorded, which only the model follows. A --patch the model cannot run is an error.
 // NB: may set PYTHONPATH for the engine (and so for the hints).
-[[nodiscard]] Result<void> ResolveEngine(const std::string& path, CommandOptions& c, bool recorded);
+[[nodiscard]] Result<std::string> ResolveEngine(const std::string& path, CommandOptions& c,
+                                                bool recorded);
 
-// python engine: starts it and says what runs in one note.
-[[nodiscard]] Result<void> StartEngine(Replayer& replayer, const Notes& notes);
+// python engine: starts it and says what runs in one note, after `choice` (ResolveEngine's
+// note); a start that fails says only its error. The model: says `choice` alone.
+[[nodiscard]] Result<void> StartEngine(Replayer& replayer, const Notes& notes,
+                                       const std::string& choice = "");
 
 // One word as a POSIX shell reads it: as is when plain, else in single quotes.
 std::string ShellQuote(const std::string& word);
