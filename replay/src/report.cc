@@ -30,7 +30,20 @@ std::string JsonEscape(const std::string& raw) {
   return out;
 }
 
-std::string RacesJson(const std::vector<sim::Race>& races) {
+namespace {
+// The races a user reads: on the program's objects. The real-code engine's `gil-warmup FILE:OFFSET`
+// objects (a cold call site's execution count, docs/ENGINE.md "GIL mode") order its steps for
+// DPOR; no data of the program is behind them, so --races does not list them.
+std::vector<sim::Race> ProgramRaces(const std::vector<sim::Race>& all) {
+  std::vector<sim::Race> out;
+  for (const sim::Race& r : all)
+    if (r.object_name.rfind("gil-warmup ", 0) != 0) out.push_back(r);
+  return out;
+}
+}  // namespace
+
+std::string RacesJson(const std::vector<sim::Race>& all) {
+  const std::vector<sim::Race> races = ProgramRaces(all);
   std::string out = "[";
   for (size_t i = 0; i < races.size(); ++i) {
     const sim::Race& r = races[i];
@@ -160,7 +173,8 @@ std::string SourceLine(const std::string& label) {
 }
 }  // namespace
 
-std::string FormatRaces(const std::vector<sim::Race>& races, const std::vector<Finding>& involved) {
+std::string FormatRaces(const std::vector<sim::Race>& all, const std::vector<Finding>& involved) {
+  const std::vector<sim::Race> races = ProgramRaces(all);
   std::string out = fmt::format("races (happens-before, {} distinct):\n", races.size());
   for (const sim::Race& race : races) {
     std::set<std::string> codes;

@@ -4,7 +4,8 @@
   doc-commands.py RERACE_BIN [--timeout S] [FILE.md ...]
 
 A command is a line of a fenced block, or an inline `code span`, that starts with `rerace `
-(after `$ ` and VAR=value assignments). Each runs under bash in the source tree's root with
+(after `$ ` and VAR=value assignments; a block's `$ export VAR=value` line applies to the
+commands below it in that block). Each runs under bash in the source tree's root with
 `rerace` meaning RERACE_BIN, in a temporary folder that links every entry of the tree (so what
 a command writes lands there, and a later command finds it). A command that names what is not
 there (a placeholder such as TRACE or my_fix.py), a fragment of prose (`rerace check`) or a GPU
@@ -28,6 +29,7 @@ import tempfile
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 COMMAND = re.compile(r"^(?:\$ )?((?:[A-Z_]+=\S+ )*rerace \S.*)$")
+EXPORT = re.compile(r"^\$ export ([A-Z_]+=\S+)$")
 PLACEHOLDER = re.compile(r"^[A-Z][A-Z0-9_.]*$")
 OUTPUT_FLAGS = ("-o", "--save-schedule", "--save-failures", "--junit", "--perfetto")
 
@@ -37,10 +39,15 @@ def commands(path):
     out = []
     for m in re.finditer(r"```[a-z]*\n(.*?)```", text, re.S):
         line_no = text.count("\n", 0, m.start()) + 2
+        exports = ""  # a block's `$ export VAR=value` holds for the commands after it
         for i, line in enumerate(m.group(1).split("\n")):
+            e = EXPORT.match(line.strip())
+            if e:
+                exports += e.group(1) + " "
+                continue
             c = COMMAND.match(line.strip())
             if c:
-                out.append((f"{os.path.relpath(path, ROOT)}:{line_no + i}", c.group(1)))
+                out.append((f"{os.path.relpath(path, ROOT)}:{line_no + i}", exports + c.group(1)))
     fenced = re.sub(r"```.*?```", lambda m: "\n" * m.group(0).count("\n"), text, flags=re.S)
     for m in re.finditer(r"`([^`\n]+)`", fenced):
         c = COMMAND.match(m.group(1).strip())
