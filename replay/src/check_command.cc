@@ -53,8 +53,8 @@ Result<void> SaveCounterexample(const CheckCommand& a, const Verdict& v, std::op
 CheckOutput RunCheckCommand(const CheckCommand& command) {
   std::string out;
   CheckCommand a = command;
-  auto engine_note = ResolveEngine(a.trace, a.options, false);
-  if (!engine_note) return Fail(out, engine_note.error());
+  auto engine_choice = ResolveEngine(a.trace, a.options, false);
+  if (!engine_choice) return Fail(out, engine_choice.error());
   auto colour = [&](const std::string& text) { return ColourReport(text, a.options.colour); };
   if (auto same = RefuseOutputsAreInputs({{"--perfetto", a.perfetto}, {"--save-schedule", a.save}},
                                          {a.trace}, a.options);
@@ -65,9 +65,9 @@ CheckOutput RunCheckCommand(const CheckCommand& command) {
   Flush(out, a.options);
   if (l->options.engine == "python") {
     Replayer probe(l->program, l->options);
-    if (auto e = StartEngine(probe, a.options.notes, *engine_note); !e) return Fail(out, e.error());
-  } else if (!engine_note->empty()) {
-    a.options.notes(*engine_note);
+    if (auto e = StartEngine(probe, a.options.notes, engine_choice->note); !e) return Fail(out, e.error());
+  } else if (!engine_choice->note.empty()) {
+    a.options.notes(engine_choice->note);
   }
   CheckRequest request;
   request.bound = a.bound;

@@ -63,12 +63,12 @@ std::vector<std::string> PyRoots() {
 // build/py's venvs (CPython 3.12 first; another release from build/py/triton-X.Y.Z on
 // PYTHONPATH when PYTHONPATH is not set); else the model. `recorded`: --recorded, which only
 // the model follows. NB: may set PYTHONPATH for the engine (and so for the hints).
-Result<std::string> ResolveEngine(const std::string& path, CommandOptions& c, bool recorded) {
-  if (c.engine != "auto") return std::string();
+Result<EngineChoice> ResolveEngine(const std::string& path, CommandOptions& c, bool recorded) {
+  if (c.engine != "auto") return EngineChoice{};
   // `unavailable`: the model was chosen for want of a Python with the Triton (exit 69 when a
   // --patch needed the real code), not for what the recording or the flags are (exit 64).
   auto chosen = [&](const std::string& engine, const std::string& why,
-                    bool unavailable = false) -> Result<std::string> {
+                    bool unavailable = false) -> Result<EngineChoice> {
     if (engine == "model" && (!c.patches.empty() || c.allow_recorded_patch))
       return Error{fmt::format("{}: {} runs only under the real-code engine, and --engine auto "
                                "chose the model: {}",
@@ -76,7 +76,7 @@ Result<std::string> ResolveEngine(const std::string& path, CommandOptions& c, bo
                    unavailable ? kExitUnavailable : kExitUsage};
     c.engine = engine;
     if (engine == "model") c.python_exe = "python3";  // the model runs no Python
-    return "engine: " + engine + " (--engine auto: " + why + ")\n";
+    return EngineChoice{"engine: " + engine + " (--engine auto: " + why + ")\n", why};
   };
   auto program = ReadProgram(path);
   if (!program) return program.error();

@@ -71,13 +71,13 @@ FuzzOutput RunFuzzCommand(const FuzzCommand& command) {
     if (pythonpath) setenv("PYTHONPATH", pythonpath->c_str(), 1);
     else unsetenv("PYTHONPATH");
     CommandOptions o = command.options;
-    auto engine_note = ResolveEngine(path, o, false);
-    if (!engine_note) return Fail(out, engine_note.error());
+    auto engine_choice = ResolveEngine(path, o, false);
+    if (!engine_choice) return Fail(out, engine_choice.error());
     auto l = LoadTrace(path, o, out);
     if (!l) return Fail(out, l.error());
     Flush(out, o);
     Replayer rep(l->program, l->options);
-    if (auto e = StartEngine(rep, o.notes, *engine_note); !e) return Fail(out, e.error());
+    if (auto e = StartEngine(rep, o.notes, engine_choice->note); !e) return Fail(out, e.error());
     FuzzTrace ft;
     ft.trace = path;
     ft.fix = o.fix;

@@ -40,17 +40,6 @@ Result<std::unique_ptr<sim::Strategy>> StrategyFor(const sim::StrategySpec& spec
   return sim::MakeStrategy(s, seed);
 }
 
-
-// "engine: model (--engine auto: WHY)\n" -> "WHY".
-std::string NoteReason(const std::string& note) {
-  const std::string head = "(--engine auto: ";
-  const size_t at = note.find(head);
-  if (at == std::string::npos) return note;
-  std::string why = note.substr(at + head.size());
-  while (!why.empty() && (why.back() == '\n' || why.back() == ')')) why.pop_back();
-  return why;
-}
-
 }  // namespace
 
 ReplayOutput RunReplayCommand(const ReplayCommand& a) {
@@ -84,13 +73,13 @@ ReplayOutput RunReplayCommand(const ReplayCommand& a) {
     const auto it = header.find("engine");
     if (it != header.end() && it->second.rfind("model", 0) == 0) c.engine = "model";
   }
-  auto engine_note = ResolveEngine(a.trace, c, a.recorded);
-  if (!engine_note) return Fail(out, engine_note.error());
+  auto engine_choice = ResolveEngine(a.trace, c, a.recorded);
+  if (!engine_choice) return Fail(out, engine_choice.error());
   if (made_by_engine && c.engine != "python")
     return Fail(out, Error{fmt::format("{} was made by the real-code engine, which --engine auto "
                                          "did not choose for {} ({}): a schedule replays only "
                                          "under what made it; give --engine python --python-exe PY",
-                                         a.schedule, a.trace, NoteReason(*engine_note)),
+                                         a.schedule, a.trace, engine_choice->why),
                              kExitUsage});
   if (a.recorded && c.engine == "python")
     return Fail(out, Error{"--recorded follows the recorded order with the C++ tuner models; the "
@@ -102,7 +91,7 @@ ReplayOutput RunReplayCommand(const ReplayCommand& a) {
   if (!l) return Fail(out, l.error());
   Flush(out, c);
   Replayer rep(l->program, l->options);
-  if (auto e = StartEngine(rep, c.notes, *engine_note); !e) return Fail(out, e.error());
+  if (auto e = StartEngine(rep, c.notes, engine_choice->note); !e) return Fail(out, e.error());
   if (!a.schedule.empty() && !inline_schedule) {
     // A schedule of the real code replays only under the interpreter, mode, Triton and patches
     // that made it: the scheduling points are theirs.

@@ -174,13 +174,20 @@ struct LoadedTrace {
 [[nodiscard]] Result<LoadedTrace> LoadTrace(const std::string& path, const CommandOptions& c,
                                             std::string& out, bool refuse_truncated = false);
 
+// What --engine auto chose for a trace: `note`, the line that says which and why ("" when
+// --engine was not auto), and `why`, the reason alone (for an error that cites it).
+struct EngineChoice {
+  std::string note;
+  std::string why;
+};
+
 // --engine auto: resolves c.engine to "python" or "model" for the trace at `path`; returns the
-// note that says which and why ("" when --engine was not auto), for the caller to give after
-// what must come first (a truncated trace's warning) and never before an error. `recorded`:
-// --recorded, which only the model follows. A --patch the model cannot run is an error.
+// choice, whose note the caller gives after what must come first (a truncated trace's warning)
+// and never before an error. `recorded`: --recorded, which only the model follows. A --patch
+// the model cannot run is an error.
 // NB: may set PYTHONPATH for the engine (and so for the hints).
-[[nodiscard]] Result<std::string> ResolveEngine(const std::string& path, CommandOptions& c,
-                                                bool recorded);
+[[nodiscard]] Result<EngineChoice> ResolveEngine(const std::string& path, CommandOptions& c,
+                                                 bool recorded);
 
 // python engine: starts it and says what runs in one note, after `choice` (ResolveEngine's
 // note); a start that fails says only its error. The model: says `choice` alone.
