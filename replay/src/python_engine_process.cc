@@ -150,7 +150,12 @@ std::vector<std::string> BuildTreePythons() {
     std::filesystem::path rel = std::filesystem::relative(py, std::filesystem::current_path(ec), ec);
     out.push_back(!ec && !rel.empty() && rel.begin()->string() != ".." ? rel.string() : py.string());
   }
-  std::sort(out.begin(), out.end());
+  // As --engine auto tries them: venv312 (CPython 3.12, the H200's interpreter) first.
+  std::sort(out.begin(), out.end(), [](const std::string& a, const std::string& b) {
+    const bool a312 = a.find("/venv312/") != std::string::npos;
+    const bool b312 = b.find("/venv312/") != std::string::npos;
+    return a312 != b312 ? a312 : a < b;
+  });
   return out;
 }
 

@@ -279,6 +279,14 @@ TEST_F(HostileEngine, SetUpProblemsAreOneLineWithTheirOwnCodes) {
     EXPECT_NE(r.out.find(e.fragment), std::string::npos) << r.out;
     if (e.code == 69) {
       EXPECT_NE(r.out.find("(give --python-exe "), std::string::npos) << r.out;
+      // the Python auto tries first is the one named first
+      const std::string root = RERACE_PY_ROOT;
+      if (!root.empty() && access((root + "/venv312/bin/python").c_str(), X_OK) == 0) {
+        const size_t at = r.out.find("(give --python-exe ");
+        ASSERT_NE(at, std::string::npos) << r.out;
+        const std::string named = r.out.substr(at, r.out.find_first_of(";)", at) - at);
+        EXPECT_NE(named.find("venv312/bin/python"), std::string::npos) << r.out;
+      }
     }
   }
 }
