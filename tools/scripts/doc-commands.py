@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Runs every rerace command that README.md and docs/*.md show, as written, and prints a table.
 
-  doc-commands.py RERACE_BIN [--timeout S] [FILE.md ...]
+  doc-commands.py RERACE_BIN [--timeout S] [--fill] [FILE.md ...]
 
 A command is a line of a fenced block, or an inline `code span`, that starts with `rerace `
 (after `$ ` and VAR=value assignments; a block's `$ export VAR=value` line applies to the
@@ -14,6 +14,10 @@ gen-doc-examples.py --check (make test); this covers the rest.
 The table gives, per command: where, the exit code, the engine line (`engine: ...`) if any, and
 the first line of the report or the error, so that a reader can check each against the text
 around it (issue 28: "every command in README.md and docs/*.md run as written").
+
+--fill: a command whose only placeholders are in FILL below (TRACE, F, $T, my_fix.py, ...) runs
+with each replaced by a sample of its kind, said in the table ("filled: TRACE=..."); the others
+stay listed with their reason.
 
 Exit 0 when no command crashed or timed out (exit >= 128 or a timeout); the exit codes rerace
 documents (0 ok, 1 found, 3 inconclusive, 6x usage/data) are what the docs say they are, which
@@ -31,6 +35,20 @@ ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)),
 COMMAND = re.compile(r"^(?:\$ )?((?:[A-Z_]+=\S+ )*rerace \S.*)$")
 EXPORT = re.compile(r"^\$ export ([A-Z_]+=\S+)$")
 PLACEHOLDER = re.compile(r"^[A-Z][A-Z0-9_.]*$")
+# What --fill puts for a placeholder: a sample of what the docs mean by it.
+FILL = {
+    "TRACE": "traces/samples/triton-none-h200.rrt",
+    "TRACE...": "traces/samples/triton-none-h200.rrt traces/samples/native-none-h200.rrt",
+    "SYNTH": "traces/samples/synth-h200-shape.rrt",
+    "$T": "traces/samples/triton-none-h200.rrt",
+    "$E": "--engine python --python-exe build/py/venv312/bin/python",
+    "F": "lock-run",
+    "S": "pct",
+    "N": "2",
+    "BUG": "lost-update",
+    "my_fix.py": "tests/data/patches/reach_works.py",
+    "my_lock.py": "tests/data/patches/reach_works.py",
+}
 OUTPUT_FLAGS = ("-o", "--save-schedule", "--save-failures", "--junit", "--perfetto")
 
 
@@ -71,6 +89,8 @@ def not_runnable(words, cwd):
     rest = words[at + 1:]
     if not rest or "|" in rest[0]:
         return "fragment: no subcommand"
+    if any(w.startswith("[") for w in rest):
+        return "fragment: a synopsis ([optional] parts)"
     if any("|" in w and w != "|" for w in rest):
         return "fragment: alternatives (A|B)"
     if rest[0] == "record":
@@ -111,6 +131,8 @@ def main():
     if args[:1] == ["--timeout"]:
         timeout = int(args[1])
         args = args[2:]
+    fill = "--fill" in args
+    args = [a for a in args if a != "--fill"]
     files = args or [os.path.join(ROOT, "README.md")] + sorted(glob.glob(os.path.join(ROOT, "docs", "*.md")))
     bindir = tempfile.mkdtemp(prefix="doc-commands-bin-")
     os.symlink(rerace, os.path.join(bindir, "rerace"))
@@ -137,6 +159,15 @@ def main():
                 print(f"| {where} | `{shown}` | - | - | not a shell command as written |")
                 continue
             why = not_runnable(words, cwd)
+            filled = []
+            while why and fill and why.startswith("placeholder: "):
+                word = why[len("placeholder: "):].split(" (")[0]
+                if word not in FILL or (filled and word in [f[0] for f in filled]):
+                    break
+                filled.append((word, FILL[word]))
+                cmd = re.sub(r"(?<![\w/.-])" + re.escape(word) + r"(?![\w/.-])", lambda _: FILL[word], cmd)
+                words = strip_comment(cmd)
+                why = not_runnable(words, cwd) if words is not None else "not a shell command"
             if why:
                 print(f"| {where} | `{shown}` | - | - | {why} |")
                 continue
@@ -152,7 +183,8 @@ def main():
             first = next((l for l in lines if not l.startswith(("engine:", "tuner ", "patch ", "NB:"))), "")
             if code == "timeout" or (isinstance(code, int) and (code >= 128 or code < 0)):
                 bad += 1
-            print(f"| {where} | `{shown}` | {code} | {engine} | {first[:140].replace('|', '/')} |")
+            said = "filled: " + ", ".join(f"{w}={v}" for w, v in filled) + "; " if filled else ""
+            print(f"| {where} | `{shown}` | {code} | {engine} | {said}{first[:140].replace('|', '/')} |")
             sys.stdout.flush()
     sys.exit(1 if bad else 0)
 
