@@ -505,6 +505,11 @@ TEST(ReportRecord, NoCudaContextIsAnErrorNotSilence) {
   EXPECT_NE(r.code, 0) << r.out;
   EXPECT_TRUE(Has(r.out, "created no CUDA context, so no trace was written")) << r.out;
   EXPECT_EQ(Lines(r.out).size(), 1u) << r.out;
+  // A command that cannot start: that one line, and the shell's exit code for it.
+  const CliRun missing = Rerace("record --library /bin/true -o " + dir + "/m.rrt -- /nonexistent-cmd");
+  EXPECT_EQ(missing.code, 127) << missing.out;
+  EXPECT_TRUE(Has(missing.out, "cannot run /nonexistent-cmd: No such file or directory")) << missing.out;
+  EXPECT_EQ(Lines(missing.out).size(), 1u) << missing.out;
 }
 
 // Item 11: a tuner class rerace does not model is refused by name, with the way out.

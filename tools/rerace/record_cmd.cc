@@ -1,4 +1,5 @@
 // tools/rerace/record_cmd.cc: `rerace record`, which runs a command under the CUPTI recorder.
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -83,19 +84,34 @@ int RunRecord(const RecordArgs& a) {
   setenv("RERACE_TRACE", out.c_str(), 1);
   // Files older than this run are an earlier run's (a rank file left in the same folder).
   const auto started = std::filesystem::file_time_type::clock::now() - std::chrono::seconds(1);
+  // A pipe closed by a successful exec: a byte on it says the command never started, which is
+  // the whole error (no "created no CUDA context" after it).
+  int exec_failed[2];
+  if (pipe2(exec_failed, O_CLOEXEC) != 0)
+    return ReportError({fmt::format("record: pipe: {}", std::strerror(errno)), kExitInternal});
   const pid_t child = fork();
   if (child < 0) return ReportError({fmt::format("record: fork failed: {}", std::strerror(errno)), kExitInternal});
   if (child == 0) {
+    close(exec_failed[0]);
     std::vector<char*> argv;
     for (const auto& s : a.command) argv.push_back(const_cast<char*>(s.c_str()));
     argv.push_back(nullptr);
     execvp(argv[0], argv.data());
     std::fprintf(stderr, "rerace: error: record: cannot run %s: %s\n", argv[0], std::strerror(errno));
+    const char byte = 1;
+    (void)!write(exec_failed[1], &byte, 1);
     _exit(kExitCannotRun);
   }
+  close(exec_failed[1]);
+  char byte = 0;
+  ssize_t got;
+  while ((got = read(exec_failed[0], &byte, 1)) < 0 && errno == EINTR) {
+  }
+  close(exec_failed[0]);
   int status = 0;
   while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
   }
+  if (got == 1) return kExitCannotRun;  // said by the child, in one line
   const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   // The recorder names each process's file by rank and pid: list what this run wrote.
   const auto dir = std::filesystem::path(out).parent_path();
