@@ -81,9 +81,15 @@ Result<EngineChoice> ResolveEngine(const std::string& path, CommandOptions& c, b
   auto program = ReadProgram(path);
   if (!program) return program.error();
   const std::string model = c.model != "auto" ? c.model : Replayer(*program, ReplayOptions{}).ModelName();
+  if (model == "fla")
+    // The engine runs FLA's real CachedAutotuner when asked (FLA on PYTHONPATH); auto does not
+    // look for an FLA release to import, so it runs the model, and says how to get the other.
+    return chosen("model", "the recording's tuner is FLA's CachedAutotuner, modelled by 'fla'; "
+                           "--engine python --python-exe PY with FLA importable (PYTHONPATH=build/py/"
+                           "fla-core-X.Y.Z) runs its real code");
   if (model.rfind("triton", 0) != 0)
     return chosen("model", fmt::format("the recording's tuner is modelled by '{}', which the "
-                                       "real-code engine does not run (Triton's Autotuner only)",
+                                       "real-code engine does not run (Python tuner classes only)",
                                        model));
   if (recorded) return chosen("model", "--recorded follows the recorded order with the model only");
   if (!c.python_version.empty()) return chosen("model", "--python-version is the model's");

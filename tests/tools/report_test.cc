@@ -232,6 +232,14 @@ TEST(ReportEngine, AutoSaysWhichEngineAndWhy) {
             0u)
       << native.out;
   EXPECT_TRUE(Has(native.out, "(model native, fix none")) << native.out;
+  // FLA's class: the model, and the way to its real code (the engine runs it when asked)
+  const CliRun fla = Rerace("replay " + SampleTrace("restore-fla-none-h200.rrt") + " --engine auto --seed 3");
+  EXPECT_EQ(fla.out.rfind("engine: model (--engine auto: the recording's tuner is FLA's "
+                          "CachedAutotuner, modelled by 'fla'; --engine python --python-exe PY with "
+                          "FLA importable",
+                          0),
+            0u)
+      << fla.out;
   const CliRun fix = Rerace("check " + triton + " --engine auto --fix owner-thread --bound 1 --max-runs 2");
   EXPECT_TRUE(Has(fix.out, "engine: model (--engine auto: the real-code engine has no patch for "
                            "--fix 'owner-thread')\n"))
