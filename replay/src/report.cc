@@ -31,7 +31,7 @@ std::string JsonEscape(const std::string& raw) {
 }
 
 namespace {
-// The races a user reads: on the program's objects. The real-code engine's `gil-warmup FILE:OFFSET`
+// The races a user reads: on the program's objects. The real-code engine's `gil-warmup FILE:LINE@OFFSET`
 // objects (a cold call site's execution count, docs/ENGINE.md "GIL mode") order its steps for
 // DPOR; no data of the program is behind them, so --races does not list them.
 std::vector<sim::Race> ProgramRaces(const std::vector<sim::Race>& all) {

@@ -606,7 +606,7 @@ TEST(ReportMerge, EngineShardsMergeToOneRunsRaces) {
   EXPECT_GT(Count(whole.out, "\"object\":"), 0u) << whole.out;
   EXPECT_EQ(Count(merged.out, "\"object\":"), Count(whole.out, "\"object\":")) << merged.out;
   EXPECT_TRUE(Has(merged.out, "\"engine\":\"python\"")) << merged.out;
-  // the engine's step-ordering objects (gil-warmup FILE:OFFSET) are no race of the program
+  // the engine's step-ordering objects (gil-warmup FILE:LINE@OFFSET) are no race of the program
   EXPECT_FALSE(Has(whole.out, "gil-warmup")) << whole.out;
 }
 

@@ -502,8 +502,11 @@ class Tracer:
             # Whether this call site still runs unspecialized depends on how often every thread
             # ran it: while it is cold, its execution count is shared state that decides where
             # steps end, so it is an access (DPOR must order two threads' cold executions).
-            RUN.post("m", W, "gil-warmup %s:%d" % (_short(code.co_filename), frame.f_lasti),
-                     "cold call in %s" % code.co_name)
+            # Named by line (what a reader looks up) and bytecode offset (what tells two calls
+            # of one line apart): "autotuner.py:120" would read as a line.
+            RUN.post("m", W, "gil-warmup %s:%d@%d" % (_short(code.co_filename), frame.f_lineno,
+                                                      frame.f_lasti),
+                     "cold call in %s: CPython has not yet specialized it" % code.co_name)
         if ts.opportunity:
             return
         if self.rules.blocking(arg) or self.rules.after_c_call(arg, n > self.rules.warmup):
