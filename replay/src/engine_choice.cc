@@ -81,6 +81,8 @@ Result<EngineChoice> ResolveEngine(const std::string& path, CommandOptions& c, b
   auto program = ReadProgram(path);
   if (!program) return program.error();
   const std::string model = c.model != "auto" ? c.model : Replayer(*program, ReplayOptions{}).ModelName();
+  if (c.model != "auto" && c.model.rfind("triton", 0) != 0)
+    return chosen("model", fmt::format("--model {} names one of rerace's C++ tuner models", c.model));
   if (model == "fla")
     // The engine runs FLA's real CachedAutotuner when asked (FLA on PYTHONPATH); auto does not
     // look for an FLA release to import, so it runs the model, and says how to get the other.

@@ -240,6 +240,13 @@ TEST(ReportEngine, AutoSaysWhichEngineAndWhy) {
                           0),
             0u)
       << fla.out;
+  // a model named by the user is the reason, not what the recording holds
+  const CliRun named = Rerace("replay " + triton + " --engine auto --model fla --seed 3");
+  EXPECT_EQ(named.out.rfind("engine: model (--engine auto: --model fla names one of rerace's C++ "
+                            "tuner models)",
+                            0),
+            0u)
+      << named.out;
   const CliRun fix = Rerace("check " + triton + " --engine auto --fix owner-thread --bound 1 --max-runs 2");
   EXPECT_TRUE(Has(fix.out, "engine: model (--engine auto: the real-code engine has no patch for "
                            "--fix 'owner-thread')\n"))
