@@ -276,19 +276,25 @@ Result<void> ApplyScheduleHeader(const std::string& path, CommandOptions& c) {
       }); !r)
     return r;
   const auto engine = meta.find("engine");
-  if (auto it = meta.find("model");
-      (it != meta.end() && it->second == "python") ||  // written before issue 28
+  const auto it = meta.find("model");
+  if ((it != meta.end() && it->second == "python") ||  // written before issue 28
       (it == meta.end() && engine != meta.end() && engine->second.rfind("python", 0) == 0)) {
     c.engine = "python";  // the real-code engine made it; ReplayEngineMatches checks which
-  } else if (auto r = take("model", c.model_given, c.model, [&](const std::string& v) -> Result<void> {
-        if (std::find(ModelNames().begin(), ModelNames().end(), v) == ModelNames().end())
-          return Error{fmt::format("{}: the header's model '{}' is not one of {}", path, v,
-                                   fmt::join(ModelNames(), ", ")),
-                       kExitDataError};
-        c.model = v;
-        return {};
-      }); !r)
-    return r;
+  } else {
+    // Under auto, a schedule the model made replays under the model.
+    if (c.engine == "auto" && engine != meta.end() && engine->second.rfind("model", 0) == 0)
+      c.engine = "model";
+    if (auto r = take("model", c.model_given, c.model, [&](const std::string& v) -> Result<void> {
+          if (std::find(ModelNames().begin(), ModelNames().end(), v) == ModelNames().end())
+            return Error{fmt::format("{}: the header's model '{}' is not one of {}", path, v,
+                                     fmt::join(ModelNames(), ", ")),
+                         kExitDataError};
+          c.model = v;
+          return {};
+        });
+        !r)
+      return r;
+  }
   if (auto r = take("reps", c.reps_given, std::to_string(c.reps),
                     [&](const std::string& v) { return number("reps", v, c.reps); });
       !r)

@@ -24,6 +24,7 @@
 #include <string_view>
 
 #include "rerace/base/result.h"
+#include "text.h"
 
 #ifndef RERACE_PYTHON_DIR
 #define RERACE_PYTHON_DIR ""
@@ -147,8 +148,7 @@ std::vector<std::string> BuildTreePythons() {
   for (const auto& e : std::filesystem::directory_iterator(root, ec)) {
     const std::filesystem::path py = e.path() / "bin" / "python";
     if (access(py.c_str(), X_OK) != 0) continue;
-    std::filesystem::path rel = std::filesystem::relative(py, std::filesystem::current_path(ec), ec);
-    out.push_back(!ec && !rel.empty() && rel.begin()->string() != ".." ? rel.string() : py.string());
+    out.push_back(detail::ShownPath(py.string()));
   }
   // As --engine auto tries them: venv312 (CPython 3.12, the H200's interpreter) first.
   std::sort(out.begin(), out.end(), [](const std::string& a, const std::string& b) {

@@ -67,12 +67,6 @@ ReplayOutput RunReplayCommand(const ReplayCommand& a) {
   // A schedule the real-code engine made: --engine auto finds the Python that runs it.
   const bool made_by_engine = engine_auto && c.engine == "python";
   if (made_by_engine && !c.python_exe_given) c.engine = "auto";
-  if (c.engine == "auto" && !a.schedule.empty()) {
-    // A schedule replays under the engine that made it: its header says which.
-    const auto header = inline_schedule ? std::map<std::string, std::string>{} : ScheduleHeader(a.schedule);
-    const auto it = header.find("engine");
-    if (it != header.end() && it->second.rfind("model", 0) == 0) c.engine = "model";
-  }
   auto engine_choice = ResolveEngine(a.trace, c, a.recorded);
   if (!engine_choice) return Fail(out, engine_choice.error());
   if (made_by_engine && c.engine != "python")
