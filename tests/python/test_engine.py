@@ -212,12 +212,18 @@ if __name__ == "__main__":
 
 class TracerTest(unittest.TestCase):
     """GIL mode: the tracer marks a hand-over place where the running CPython has one (a
-    backward jump, a call that checks after it) and none in straight-line attribute code."""
+    backward jump, a call that checks after it) and none in straight-line attribute code.
+    This class runs the sys.settrace tracer; MonitoringTracerTest the same cases on
+    sys.monitoring (3.12+), which must mark the same places."""
+
+    def make_tracer(self, rules, watched):
+        return control.Tracer(rules, watched)
 
     def setUp(self):
         from rerace_real import gil
         self.rules = gil.rules_for(sys.version_info[:2])
-        self.tracer = control.Tracer(self.rules, lambda f: f == __file__)
+        self.tracer = self.make_tracer(self.rules, lambda f: f == __file__)
+        self.tracer.install()
         self.ts = control.ThreadState(0, "t")
         self.ts.baton.release()
         control._local.ts = self.ts
@@ -226,16 +232,16 @@ class TracerTest(unittest.TestCase):
         sys.settrace(None)
         sys.setprofile(None)
         control._local.ts = None
+        self.tracer.close()
 
     def run_traced(self, fn, *args):
         self.ts.new_step()
-        sys.setprofile(self.tracer.profile)
-        sys.settrace(self.tracer.global_trace)
+        self.tracer.thread_start()
         try:
             fn(*args)
         finally:
-            sys.settrace(None)
-            sys.setprofile(None)
+            self.tracer.thread_stop(self.ts)
+            self.ts.traced = True
         return self.ts.opportunity
 
     def test_straight_line_attribute_code_has_no_hand_over_place(self):
@@ -286,6 +292,82 @@ class TracerTest(unittest.TestCase):
 
         self.run_traced(probe)
         self.assertEqual(seen, [True])
+
+    def test_a_function_entry_is_a_hand_over_place(self):
+        seen = []
+
+        def callee():
+            return 1
+
+        def probe():
+            self.ts.new_step()
+            callee()
+            seen.append(self.ts.opportunity)
+
+        self.run_traced(probe)
+        self.assertEqual(seen, [True])
+
+    def test_len_checks_while_cold_and_not_once_specialized(self):
+        seen = []
+        items = [1, 2]
+
+        def probe():
+            self.ts.new_step()
+            len(items)
+            seen.append(self.ts.opportunity)
+
+        for _ in range(self.rules.warmup + 2):
+            self.run_traced(probe)
+        # The generic CALL checks after a C callee (the first `warmup` executions);
+        # CALL_NO_KW_LEN / CALL_LEN, from the next one on, does not.
+        self.assertEqual(seen, [True] * self.rules.warmup + [False, False])
+
+    def test_a_blocking_call_is_a_hand_over_place_even_warm(self):
+        import time
+        seen = []
+
+        def probe():
+            self.ts.new_step()
+            time.sleep(0)
+            seen.append(self.ts.opportunity)
+
+        for _ in range(self.rules.warmup + 2):
+            self.run_traced(probe)
+        self.assertEqual(seen, [True] * (self.rules.warmup + 2))
+
+    def test_nothing_after_the_thread_stops(self):
+        seen = []
+
+        def probe():
+            self.ts.new_step()
+            self.tracer.thread_stop(self.ts)
+            for i in range(3):
+                pass
+            seen.append(self.ts.opportunity)
+
+        self.run_traced(probe)
+        self.assertEqual(seen, [False])
+
+
+@unittest.skipIf(not hasattr(sys, "monitoring"), "sys.monitoring is CPython 3.12+")
+class MonitoringTracerTest(TracerTest):
+    def make_tracer(self, rules, watched):
+        t = control.MonitoringTracer.make(rules, watched)
+        self.assertIsNotNone(t, "no free sys.monitoring tool id")
+        return t
+
+    def test_make_tracer_chooses_sys_monitoring_unless_told_settrace(self):
+        self.assertIsInstance(self.tracer, control.MonitoringTracer)
+        old = os.environ.get("RERACE_GIL_TRACER")
+        os.environ["RERACE_GIL_TRACER"] = "settrace"
+        try:
+            t = control.make_tracer(self.rules, lambda f: False)
+            self.assertIs(type(t), control.Tracer)
+        finally:
+            if old is None:
+                del os.environ["RERACE_GIL_TRACER"]
+            else:
+                os.environ["RERACE_GIL_TRACER"] = old
 
 
 @unittest.skipIf(triton is None, SKIP)

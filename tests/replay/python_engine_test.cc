@@ -13,6 +13,7 @@
 #include <fstream>
 #include <ostream>
 #include <string>
+#include <vector>
 
 #include "rerace/replay/campaign.h"
 #include "rerace/replay/check.h"
@@ -347,6 +348,47 @@ TEST(PythonEngine, PatchedRecordingIsReplayedWithItsOwnPatch) {
     sim::RandomWalk w(s);
     const ReplayResult r = rep.Run(w);
     EXPECT_TRUE(r.findings.empty()) << "seed " << s << ": " << r.findings.front().words;
+  }
+}
+
+// Issue 26, item 3: on CPython 3.12+ the GIL tracer runs on sys.monitoring (PY_START, CALL,
+// C_RETURN, and JUMP in watched code only) instead of sys.settrace and sys.setprofile. It must
+// find the same hand-over places: the same report and schedule, seed for seed, unpatched, with
+// a shipped fix (patch reach through the tracer's own events) and with a user's patch whose
+// replacement a subclass bypasses (reach's bypass chain names the frames).
+TEST(PythonEngine, MonitoringTracerGivesTheSettraceTracersReports) {
+  Env e = UseEnv("venv312");
+  if (!e.skip.empty()) GTEST_SKIP() << e.skip;
+  const Program p = testing::LoadSample("triton-none-h200.rrt");
+  const std::string src = std::getenv("RERACE_SOURCE") ? std::getenv("RERACE_SOURCE") : ".";
+  struct Case {
+    std::string fix, patch;
+  };
+  const std::vector<Case> cases = {{"none", ""}, {"lock-run", ""}, {"tls-state", ""},
+                                   {"none", src + "/tests/data/patches/reach_bypassed.py"}};
+  for (const Case& c : cases) {
+    std::string reports[2];
+    for (int settrace = 0; settrace < 2; ++settrace) {
+      if (settrace) setenv("RERACE_GIL_TRACER", "settrace", 1);
+      ReplayOptions o = PyOptions(e, c.fix);
+      o.python_mode = "gil";
+      if (!c.patch.empty()) o.patches = {c.patch};
+      Replayer rep(p, o);
+      auto info = rep.StartEngine();
+      unsetenv("RERACE_GIL_TRACER");
+      ASSERT_TRUE(info.ok()) << info.error().message;
+      const std::string tracer = settrace ? "\"gil_tracer\": \"sys.settrace\""
+                                          : "\"gil_tracer\": \"sys.monitoring\"";
+      EXPECT_NE(info->find(tracer), std::string::npos) << *info;
+      for (uint64_t seed = 1; seed <= 4; ++seed) {
+        sim::RandomWalk w(seed);
+        const ReplayResult r = rep.Run(w);
+        reports[settrace] += FormatReport(r, p, "") + r.run.schedule.Encode() + "\n";
+      }
+    }
+    EXPECT_EQ(reports[0], reports[1]) << c.fix << " " << c.patch;
+    if (!c.patch.empty())
+      EXPECT_NE(reports[0].find("without it"), std::string::npos) << reports[0];
   }
 }
 

@@ -54,7 +54,7 @@ def current():
 
 class ThreadState:
     __slots__ = ("tid", "name", "baton", "value", "opportunity", "quiet", "call", "bench", "seen",
-                 "pending_call", "muted")
+                 "pending_call", "muted", "traced")
 
     def __init__(self, tid, name):
         self.tid = tid
@@ -69,6 +69,7 @@ class ThreadState:
         self.seen = set()        # silent findings already reported (the first of each kind)
         self.pending_call = None  # the frame of a CALL whose callee the tracer has not seen
         self.muted = []           # frames whose opcode events are off until the next point
+        self.traced = True        # False once the GIL tracer has stopped for this thread
 
     def new_step(self):
         """At a scheduling point: no hand-over place passed yet; the tracer looks again."""
@@ -120,6 +121,7 @@ class Run:
         self.out = []          # framed lines posted, not yet written (post, flush)
         self.last_write = {}   # object -> (thread, step): for rerace's words in findings
         self.findings = 0
+        self.tracer = None     # the GIL tracer (serve.py sets it; None free-threaded)
 
     # ---- channel ----
     # NB: every Python call made here fires the GIL tracer's profile events (sys.setprofile):
@@ -406,6 +408,31 @@ class Tracer:
         # tracer installed again (measured, see docs/GIL.md).
         self._reinstall = sys.version_info >= (3, 12)
 
+    # ---- per logical thread (called by that thread) ----
+    def thread_start(self, extra=None):
+        """Starts tracing the calling thread; `extra`: another profile function (patch reach)
+        called before the tracer's own for each event."""
+        inner = self.profile
+        if extra is None:
+            sys.setprofile(inner)
+        else:
+            def both(frame, event, arg):
+                extra(frame, event, arg)
+                inner(frame, event, arg)
+            sys.setprofile(both)
+        sys.settrace(self.global_trace)
+
+    def thread_stop(self, ts):
+        """Stops tracing the calling thread (its task ended, or raised)."""
+        sys.settrace(None)
+        sys.setprofile(None)
+
+    def install(self):
+        """Once per process, before the threads start (nothing to do: per thread)."""
+
+    def close(self):
+        """After the run (tests): nothing to give back."""
+
     def _is_watched(self, filename):
         w = self._watch_cache.get(filename)
         if w is None:
@@ -511,3 +538,204 @@ class Tracer:
             return
         if self.rules.blocking(arg) or self.rules.after_c_call(arg, n > self.rules.warmup):
             ts.opportunity = True
+
+
+_BUILTIN = type(len)                   # builtin_function_or_method
+_METHOD_DESCRIPTOR = type(list.append)  # method_descriptor
+
+
+class MonitoringTracer(Tracer):
+    """The GIL tracer on ``sys.monitoring`` (CPython 3.12+): the same hand-over places as
+    ``Tracer`` with a fraction of its events and no re-instrumentation per step.
+
+    On 3.12+ ``sys.settrace`` and ``sys.setprofile`` are themselves built on sys.monitoring,
+    with every event on: each Python call and return and each C call and return reaches a
+    Python function, and a frame's opcode events come back after a point only by installing the
+    tracer again, which re-instruments every code object the run then enters (about a quarter
+    of a run's CPU, measured: docs/PERFORMANCE.md). Here the events are the ones the rules
+    read, for the interpreter (one tool id; events reach every thread, a thread without a
+    logical ThreadState returns at once):
+
+    PY_START, PY_RESUME  a function entered (``Rules.at_entry``); rerace's own code is disabled
+                         at its first event
+    CALL                 not read, but C_RETURN and C_RAISE come only with it; disabled in
+                         rerace's own code
+    C_RETURN, C_RAISE    a C call returned: counted per (code, offset) for warm/cold, a
+                         blocking call or a call that checks after it is a hand-over place. As
+                         ``sys.setprofile`` did, builtin functions and method descriptors (bound
+                         to their self, as ``legacy_tracing.c`` binds them) are C calls; any
+                         other callee (a class, a C callable object) in watched code is a
+                         place, as the old tracer's pending CALL was
+    JUMP                 set on each watched code object at its first entry: a backward jump
+                         (``Rules.at_opcode`` of the jump's original opname)
+
+    A thread's events stop when its ``ThreadState.traced`` is False (after the exception that
+    ends its task, and at its end), as the old tracer's ``sys.settrace(None)`` did.
+    ``install`` once per process (the replay child), ``close`` to give the tool id back."""
+
+    TOOL_NAME = "rerace"
+
+    def __init__(self, rules, watched, tool):
+        super().__init__(rules, watched)
+        self.tool = tool
+        self._jumps = set()    # id(code) of watched code objects with JUMP events on
+        self._lines = {}       # (id(code), offset) -> line, for the gil-warmup objects' names
+        self.reach = None      # reach.Reach: told of each function entry (patch reach)
+        self._installed = False
+
+    @classmethod
+    def make(cls, rules, watched):
+        """A MonitoringTracer with a free tool id, or None (before 3.12, or every id taken)."""
+        mon = getattr(sys, "monitoring", None)
+        if mon is None or os.environ.get("RERACE_GIL_TRACER") == "settrace":
+            return None
+        for tool in (4, 3, 5, 1, 0, 2):
+            if mon.get_tool(tool) is None:
+                mon.use_tool_id(tool, cls.TOOL_NAME)
+                return cls(rules, watched, tool)
+        return None
+
+    def install(self):
+        mon = sys.monitoring
+        ev = mon.events
+        mon.register_callback(self.tool, ev.PY_START, self.on_start)
+        mon.register_callback(self.tool, ev.PY_RESUME, self.on_start)
+        mon.register_callback(self.tool, ev.CALL, self.on_call)
+        mon.register_callback(self.tool, ev.C_RETURN, self.on_c_return)
+        mon.register_callback(self.tool, ev.C_RAISE, self.on_c_return)
+        mon.register_callback(self.tool, ev.JUMP, self.on_jump)
+        mon.set_events(self.tool, ev.PY_START | ev.PY_RESUME | ev.CALL | ev.C_RETURN | ev.C_RAISE)
+        self._installed = True
+
+    def thread_start(self, extra=None):
+        # Patch reach is this tracer's own (self.reach, from on_start), not a profile function.
+        if extra is not None:
+            sys.setprofile(extra)
+
+    def thread_stop(self, ts):
+        ts.traced = False
+        sys.setprofile(None)
+
+    def close(self):
+        mon = sys.monitoring
+        if self._installed:
+            mon.set_events(self.tool, 0)
+            for c in self._codes_with_jumps():
+                mon.set_local_events(self.tool, c, 0)
+            self._installed = False
+        mon.free_tool_id(self.tool)
+
+    def _codes_with_jumps(self):
+        return [self.opnames[i][0] for i in self._jumps if i in self.opnames]
+
+    # NB: called for every Python call and every C call of every thread: the cached answers
+    # are looked up inline, without a call (see Tracer).
+    def on_start(self, code, offset):
+        filename = code.co_filename
+        ours = _ours_cache.get(filename)
+        if ours is None:
+            ours = is_ours(filename)
+        reach = self.reach
+        if ours:
+            if reach is None or not reach.wanted(code):
+                return sys.monitoring.DISABLE
+            ts = getattr(_local, "ts", None)
+            if ts is not None and ts.traced:
+                reach.on_start(code)  # a shipped fix's replacement (rerace_real/fixes)
+            return None
+        ts = getattr(_local, "ts", None)
+        if ts is None or not ts.traced:
+            return None
+        if reach is not None:
+            reach.on_start(code)
+        if ts.quiet:
+            return None
+        if self.rules.at_entry(code):
+            ts.opportunity = True
+        if id(code) not in self._jumps:
+            watched = self._watch_cache.get(filename)
+            if watched is None:
+                watched = self._is_watched(filename)
+            if watched:
+                self._ops(code)  # holds the code object, so that its id names it
+                self._jumps.add(id(code))
+                sys.monitoring.set_local_events(self.tool, code, sys.monitoring.events.JUMP)
+        return None
+
+    def on_call(self, code, offset, callable, arg0):
+        ours = _ours_cache.get(code.co_filename)
+        if ours is None:
+            ours = is_ours(code.co_filename)
+        if ours:
+            return sys.monitoring.DISABLE  # and with it this site's C_RETURN and C_RAISE
+        return None
+
+    def on_jump(self, code, src, dest):
+        ts = getattr(_local, "ts", None)
+        if ts is None or ts.quiet or not ts.traced or ts.opportunity:
+            return None
+        op = self._ops(code).get(src)
+        if op is not None and self.rules.at_opcode(op, True):
+            ts.opportunity = True
+        return None
+
+    def on_c_return(self, code, offset, callable, arg0):
+        ts = getattr(_local, "ts", None)
+        if ts is None or not ts.traced:
+            return
+        ours = _ours_cache.get(code.co_filename)
+        if ours is None:
+            ours = is_ours(code.co_filename)
+        if ours:
+            return  # the first call of a site in rerace's code (CALL disables the next ones)
+        tp = type(callable)
+        if tp is _BUILTIN:
+            func = callable
+        elif tp is _METHOD_DESCRIPTOR:
+            func = callable if arg0 is sys.monitoring.MISSING else callable.__get__(arg0, type(arg0))
+        else:
+            # A class or another C callable: no count (sys.setprofile reported none); in watched
+            # code a call after which the interpreter checks.
+            if not ts.quiet and not ts.opportunity:
+                watched = self._watch_cache.get(code.co_filename)
+                if watched is None:
+                    watched = self._is_watched(code.co_filename)
+                if watched:
+                    ts.opportunity = True
+            return
+        k = (id(code), offset)
+        n = self.counts.get(k, 0) + 1
+        if n == 1:
+            self._codes[k[0]] = code
+        self.counts[k] = n
+        if ts.quiet:
+            return
+        if n <= self.rules.warmup + 1 and RUN is not None and \
+                self.rules.after_c_call(func, False) != self.rules.after_c_call(func, True):
+            # As Tracer.profile: a cold call site's count is shared state (see there).
+            RUN.post("m", W, "gil-warmup %s:%d@%d" % (_short(code.co_filename),
+                                                      self._line(code, offset), offset),
+                     "cold call in %s: CPython has not yet specialized it" % code.co_name)
+        if ts.opportunity:
+            return
+        if self.rules.blocking(func) or self.rules.after_c_call(func, n > self.rules.warmup):
+            ts.opportunity = True
+
+    def _line(self, code, offset):
+        k = (id(code), offset)
+        line = self._lines.get(k)
+        if line is None:
+            line = 0
+            for start, end, ln in code.co_lines():
+                if start <= offset < end and ln is not None:
+                    line = ln
+                    break
+            self._lines[k] = line
+        return line
+
+
+def make_tracer(rules, watched):
+    """The GIL tracer for this interpreter: on sys.monitoring where it exists (3.12+), else
+    on sys.settrace and sys.setprofile (``RERACE_GIL_TRACER=settrace`` forces the latter, to
+    compare the two)."""
+    return MonitoringTracer.make(rules, watched) or Tracer(rules, watched)

@@ -24,6 +24,8 @@ Threads: ``Reach.profile`` runs on the logical thread that holds the turn (it on
 writes that thread's own call record); everything else runs at set-up.
 """
 
+import sys
+
 from . import control
 
 
@@ -65,6 +67,7 @@ class Reach:
         self.replaced = []
         self._new = {}      # patch code -> index
         self._old = {}      # (file, first line, name) of a target -> index
+        self._by_id = {}    # id(code) -> (code, kind, index): _index's cache
 
     def note(self, cls_name, before, after):
         """A patch's changes: `before` and `after` map names to the class attributes."""
@@ -95,24 +98,52 @@ class Reach:
     def start_call(self, c):
         c["_reach"] = (set(), {})
 
+    def _index(self, code):
+        """(code, kind, index) of a code object: kind 1 a replacement, 2 a target, 0 neither.
+        Cached by id(code), holding the code (hashing a code object hashes its bytecode)."""
+        e = self._by_id.get(id(code))
+        if e is None or e[0] is not code:
+            i = self._new.get(code)
+            if i is not None:
+                e = (code, 1, i)
+            else:
+                i = self._old.get((code.co_filename, code.co_firstlineno, code.co_name))
+                e = (code, 2, i) if i is not None else (code, 0, -1)
+            self._by_id[id(code)] = e
+        return e
+
+    def wanted(self, code):
+        """Whether entering `code` matters to reach (a replacement or a target)."""
+        return self._index(code)[1] != 0
+
     def profile(self, frame, event):
         """From the thread's profile function, for every event; cheap when nothing matches."""
         if event != "call":
             return
+        self._enter(frame.f_code, frame)
+
+    def on_start(self, code):
+        """From the GIL tracer's sys.monitoring PY_START/PY_RESUME callback (control.py): the
+        frame entering `code` is two frames up, looked up only for a target."""
+        self._enter(code, None)
+
+    def _enter(self, code, frame):
         ts = control.current()
         if ts is None or ts.call is None or ts.tid < 0:
             return
         state = ts.call.get("_reach")
         if state is None:
             return
-        code = frame.f_code
-        i = self._new.get(code)
-        if i is not None:
+        _, kind, i = self._index(code)
+        if kind == 0:
+            return
+        if kind == 1:
             state[0].add(i)
             return
-        i = self._old.get((code.co_filename, code.co_firstlineno, code.co_name))
-        if i is None or i in state[1]:
+        if i in state[1]:
             return
+        if frame is None:
+            frame = sys._getframe(3)  # _enter, on_start, the tracer's callback, the frame
         new = self.replaced[i].new
         f = frame.f_back
         while f is not None:

@@ -170,6 +170,16 @@ class Setup:
             self._load_recorded_patches(before)
         self.info["reach"] = self.reach.info()
         self._build_tuners()
+        # The GIL tracer, made here so that its sys.monitoring tool id is claimed before a
+        # run forks (a patch or an import that took the ids leaves the settrace one): each
+        # run's child installs its own copy.
+        self.tracer = None
+        if not self.free_threaded:
+            self.tracer = control.make_tracer(self.rules, self.watched)
+            if isinstance(self.tracer, control.MonitoringTracer) and self.reach.replaced:
+                self.tracer.reach = self.reach
+            self.info["gil_tracer"] = "sys.monitoring" if isinstance(
+                self.tracer, control.MonitoringTracer) else "sys.settrace"
 
     def _recorded_patches(self):
         """(what, module, qualname, where) of each part the recording says was patched."""
@@ -484,8 +494,10 @@ def _replay_call(setup, run, ts, call_index):
         tuner[(1,)](*values)
         return None
     except BaseException as e:  # noqa: BLE001 - the program's exception, reported
-        sys.settrace(None)
-        sys.setprofile(None)
+        if run.tracer is not None:
+            run.tracer.thread_stop(ts)
+        else:
+            sys.setprofile(None)
         f = _classify(e, ts, run)
         if f["code"] == "internal":
             f["words"] += ": " + "".join(traceback.format_exception_only(type(e), e)).strip()
@@ -496,27 +508,22 @@ def _replay_call(setup, run, ts, call_index):
             run.post("r", json.dumps(setup.reach.report(c), sort_keys=True))
 
 
-def _profile(setup, tracer):
-    """The profile function of a replaying thread: the GIL tracer's and patch reach's."""
-    inner = tracer.profile if tracer is not None else None
+def _reach_profile(setup):
+    """Patch reach's profile function for a replaying thread, or None (nothing replaced)."""
     if not setup.reach.replaced:
-        return inner
+        return None
     check = setup.reach.profile
-    if inner is None:
-        return lambda frame, event, arg: check(frame, event)
-
-    def both(frame, event, arg):
-        check(frame, event)
-        inner(frame, event, arg)
-
-    return both
+    return lambda frame, event, arg: check(frame, event)
 
 
 def _worker(setup, run, tracer, ts, ops):
     control._local.ts = ts
-    sys.setprofile(_profile(setup, tracer))
-    if tracer is not None:
-        sys.settrace(tracer.global_trace)
+    if isinstance(tracer, control.MonitoringTracer):
+        tracer.thread_start()  # patch reach through the tracer's own events (_child)
+    elif tracer is not None:
+        tracer.thread_start(_reach_profile(setup))
+    else:
+        sys.setprofile(_reach_profile(setup))
     ts.baton.acquire()
     try:
         for op in ops:
@@ -533,8 +540,10 @@ def _worker(setup, run, tracer, ts, ops):
                 run.opportunity()
     except BaseException as e:  # noqa: BLE001
         run.internal("thread %d: %s" % (ts.tid, "".join(traceback.format_exception(type(e), e, e.__traceback__))))
-    sys.settrace(None)
-    sys.setprofile(None)
+    if tracer is not None:
+        tracer.thread_stop(ts)
+    else:
+        sys.setprofile(None)
     run.send("x")
     run.hand_on()
 
@@ -546,8 +555,7 @@ def _prewarm(setup, run, tracer):
     ts.quiet = 1
     control._local.ts = ts
     if tracer is not None:
-        sys.setprofile(tracer.profile)
-        sys.settrace(tracer.global_trace)
+        tracer.thread_start()
     done = set()
     for i, call in enumerate(setup.program["calls"]):
         k = (call["tuner"], call["key"])
@@ -558,8 +566,8 @@ def _prewarm(setup, run, tracer):
         if f is not None:
             run.internal("the serial prewarm call %d raised %s: %s at %s" % (
                 i, f["type"], f["message"], f["where"]))
-    sys.settrace(None)
-    sys.setprofile(None)
+    if tracer is not None:
+        tracer.thread_stop(ts)
     control._local.ts = None
 
 
@@ -571,9 +579,10 @@ def _child(setup, rfd, wfd, leftover=b""):
     run = control.Run(rfd, wfd, setup.free_threaded, setup.rules)
     run.buf = leftover
     control.RUN = run
-    tracer = None
-    if not setup.free_threaded:
-        tracer = control.Tracer(setup.rules, setup.watched)
+    tracer = setup.tracer  # this child's copy (fork), with no counts yet
+    if tracer is not None:
+        tracer.install()
+    run.tracer = tracer
     if setup.cfg.get("prewarm"):
         _prewarm(setup, run, tracer)
     states = []
