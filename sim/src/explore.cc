@@ -19,11 +19,25 @@ struct Node {
   uint32_t preemptions_before = 0;
   std::set<ThreadId> backtrack;
   std::set<ThreadId> done;
-  std::set<ThreadId> sleep;  // threads whose next step was fully explored from an earlier node
+  // Threads whose next step was fully explored from an earlier node, each with every access
+  // that step made there (its point and what was merged into it).
+  std::map<ThreadId, std::vector<SchedulingPoint>> sleep;
   // Accesses the chosen thread performed inside this step after its point (a StepMerge's
   // merged points): part of the step for dependence.
   std::vector<SchedulingPoint> also;
+  // Every access of each thread's step from this node in the runs that chose it before
+  // `chosen` (its point, then `also` as that run left it): what a sleeping thread's step does.
+  std::map<ThreadId, std::vector<SchedulingPoint>> explored;
 };
+
+// The chosen thread's step at `n`, every access of it: its point, then what was merged into it.
+std::vector<SchedulingPoint> StepAccesses(const Node& n) {
+  std::vector<SchedulingPoint> out;
+  out.reserve(1 + n.also.size());
+  out.push_back(n.pending[n.chosen]);
+  out.insert(out.end(), n.also.begin(), n.also.end());
+  return out;
+}
 
 // Every access of step `n`: its point, then what was merged into it.
 template <typename F>
@@ -46,9 +60,21 @@ bool Dependent(const SchedulingPoint& a, const SchedulingPoint& b) {
   return !(a.access == Access::kRead && b.access == Access::kRead);
 }
 
+// Two steps are dependent if any access of one is dependent with any access of the other.
+bool Dependent(const std::vector<SchedulingPoint>& a, const std::vector<SchedulingPoint>& b) {
+  for (const SchedulingPoint& x : a)
+    for (const SchedulingPoint& y : b)
+      if (Dependent(x, y)) return true;
+  return false;
+}
+
 // Follows the path's choices, then runs without preemption; records a node per new step.
 // With sleep sets: a thread whose next step was already explored from an earlier node, and
-// that nothing since conflicted with, is not chosen again where another choice exists.
+// that nothing since conflicted with, is not chosen again where another choice exists. Steps
+// may hold several accesses (a StepMerge's, the real-code engine's GIL steps): a sleeping
+// thread's step is compared with each step taken since by every access either made, its own
+// as they were when it was explored (it has not moved since, and a step independent of all of
+// them cannot change what it does).
 class Follow final : public Strategy {
  public:
   Follow(std::vector<Node>& path, size_t prefix, bool sleep_sets)
@@ -67,12 +93,18 @@ class Follow final : public Strategy {
     if (sleep_sets_ && i > 0) {
       const Node& parent = path_[i - 1];
       const ThreadId t = parent.chosen;
-      std::set<ThreadId> candidates = parent.sleep;
-      for (ThreadId d : parent.done)
-        if (d != t) candidates.insert(d);
-      for (ThreadId u : candidates)
-        if (u != t && u < parent.pending.size() && !Dependent(parent.pending[u], parent.pending[t]))
-          n.sleep.insert(u);
+      const std::vector<SchedulingPoint> step = StepAccesses(parent);  // complete: the step ran
+      auto keep = [&](ThreadId u, const std::vector<SchedulingPoint>& its) {
+        if (u != t && !n.sleep.count(u) && !Dependent(its, step)) n.sleep.emplace(u, its);
+      };
+      for (const auto& [u, its] : parent.sleep) keep(u, its);
+      for (ThreadId d : parent.done) {
+        if (d == t) continue;
+        auto e = parent.explored.find(d);
+        if (e != parent.explored.end()) keep(d, e->second);
+        // A thread done at the parent without an explored step was pruned there asleep: its
+        // entry in parent.sleep is the one kept above.
+      }
     }
     auto awake = [&n](ThreadId t) { return !n.sleep.count(t); };
     n.chosen = kNoThread;
@@ -87,14 +119,10 @@ class Follow final : public Strategy {
   }
   void OnInStep(uint64_t step, ThreadId /*t*/, const SchedulingPoint& p) override {
     if (step < path_.size()) path_[step].also.push_back(p);
-    merged_ = true;
   }
   std::string Name() const override { return "explore"; }
-  // Whether a step of this run had merged accesses.
-  bool merged() const { return merged_; }
 
  private:
-  bool merged_ = false;
   std::vector<Node>& path_;
   size_t prefix_;
   bool sleep_sets_;
@@ -255,22 +283,14 @@ ExploreResult Explorer::Explore(const std::function<bool(Strategy&)>& run) {
   ExploreResult r;
   std::vector<Node> path;
   size_t prefix = 0;
-  bool merged_steps = false;  // a run had steps of several accesses (a StepMerge)
   for (;;) {
     if (r.runs >= max_runs_) {
       r.budget_hit = true;
       return r;
     }
-    Follow follow(path, prefix,
-                  mode_ == Mode::kDpor && !merged_steps && !std::getenv("RERACE_NO_SLEEP"));
+    Follow follow(path, prefix, mode_ == Mode::kDpor && !std::getenv("RERACE_NO_SLEEP"));
     const bool failed = run(follow);
     ++r.runs;
-    if (follow.merged() && !merged_steps) {
-      // Steps of several accesses: a sleeping thread's next step may hold accesses its point
-      // does not show, so sleep sets could skip a dependent reversal. Off from here on.
-      merged_steps = true;
-      for (Node& n : path) n.sleep.clear();
-    }
     if (failed) {
       r.failed = true;
       for (const Node& n : path) r.failing.Append(n.chosen);
@@ -308,6 +328,7 @@ ExploreResult Explorer::Explore(const std::function<bool(Strategy&)>& run) {
       r.exhausted = true;
       return r;
     }
+    path[j].explored[path[j].chosen] = StepAccesses(path[j]);  // for its sleep later
     path[j].done.insert(next);
     path[j].chosen = next;
     path.resize(j + 1);

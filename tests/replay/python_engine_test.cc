@@ -387,8 +387,34 @@ TEST(PythonEngine, MonitoringTracerGivesTheSettraceTracersReports) {
       }
     }
     EXPECT_EQ(reports[0], reports[1]) << c.fix << " " << c.patch;
-    if (!c.patch.empty())
+    if (!c.patch.empty()) {
       EXPECT_NE(reports[0].find("without it"), std::string::npos) << reports[0];
+    }
+  }
+  // Every bundled Triton recording (patched ones with the shipped fix they name), two seeds.
+  for (const char* name : {"triton-both-h200.rrt", "triton-keys2-h200.rrt",
+                           "triton-lock-key-event-patched-h200.rrt", "triton-lockrun-h200.rrt",
+                           "triton-nohooks-h200.rrt", "triton-prewarm-h200.rrt",
+                           "triton-prewarm-patched-h200.rrt", "triton-reset-h200.rrt",
+                           "triton-tls-nargs-patched-h200.rrt", "triton-tls-state-patched-h200.rrt",
+                           "triton-user-h200.rrt"}) {
+    const Program sample = testing::LoadSample(name);
+    std::string reports[2];
+    for (int settrace = 0; settrace < 2; ++settrace) {
+      if (settrace) setenv("RERACE_GIL_TRACER", "settrace", 1);
+      ReplayOptions o = PyOptions(e);
+      o.python_mode = "gil";
+      Replayer rep(sample, o);
+      auto info = rep.StartEngine();
+      unsetenv("RERACE_GIL_TRACER");
+      ASSERT_TRUE(info.ok()) << name << ": " << info.error().message;
+      for (uint64_t seed = 1; seed <= 2; ++seed) {
+        sim::RandomWalk w(seed);
+        const ReplayResult r = rep.Run(w);
+        reports[settrace] += FormatReport(r, sample, "") + r.run.schedule.Encode() + "\n";
+      }
+    }
+    EXPECT_EQ(reports[0], reports[1]) << name;
   }
 }
 
