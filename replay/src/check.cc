@@ -114,8 +114,8 @@ BoundedVerdict CheckFixBounded(const Program& program, const ReplayOptions& opti
   // The real code under the GIL: a step can hold several accesses (an atomic stretch between
   // two places where the GIL can change hands); the engine reports every one of them inside
   // its step (python_engine.h, EngineSteps), as the model's GilSteps do, so DPOR sees what a
-  // step touches in either mode (with merged steps it keeps source sets and drops sleep sets:
-  // sim/explore.cc).
+  // step touches in either mode (source sets and sleep sets, a sleeping thread's whole step
+  // compared: sim/explore.cc).
   b.naive = naive;
   Replayer rep(program, options);
   sim::Explorer e(naive ? sim::Explorer::Mode::kNaive : sim::Explorer::Mode::kDpor, bound, max_runs);

@@ -203,6 +203,10 @@ void PythonWorld::RunThread(uint32_t t) {
         return;
       } else if (op == "!") {
         throw EngineError("python engine: " + (f.size() > 1 ? f[1] : std::string("?")));
+      } else if (op == "q") {
+        // The program (not rerace) ended the replay process: the user's to see, exit 65.
+        throw EngineError("python engine: " + (f.size() > 1 ? f[1] : std::string("?")),
+                          kExitDataError);
       } else {
         throw EngineError(fmt::format("python engine: unexpected message {:?} from thread {}", line, t));
       }
@@ -223,7 +227,10 @@ void PythonWorld::Finalize(ReplayResult& r) {
     for (;;) {
       const auto f = SplitTabs(py_.Read());
       if (f[0] == "done") break;
-      if (f[0] == "!" && error_.empty()) error_ = "python engine: " + (f.size() > 1 ? f[1] : "?");
+      if ((f[0] == "!" || f[0] == "q") && error_.empty()) {
+        error_ = "python engine: " + (f.size() > 1 ? f[1] : "?");
+        if (f[0] == "q") error_code_ = kExitDataError;
+      }
       else if ((f[0] == "f" || f[0] == "r") && f.size() > 1) continue;  // late, of a torn-down run
     }
   }

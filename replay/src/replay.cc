@@ -135,25 +135,36 @@ ReplayResult Replayer::RunWith(sim::Strategy& strategy, std::vector<uint64_t>* a
   if (steps.gil) so.merge = &merge;
   detail::EngineSteps engine_steps;  // the real code's steps: it says which accesses merge
   if (options_.engine == "python") so.merge = &engine_steps;
-  sim::Scheduler sched(strategy, so, pool_.get());
   if (options_.engine == "python") {
     if (anchors != nullptr)
       throw detail::EngineError("the python engine cannot follow the recorded order (--recorded): "
                                 "use --engine model");
     if (auto started = StartEngine(); !started) throw detail::EngineError(started.error().message);
-    detail::PythonWorld world(sched, program_, *py_, engine_steps);
-    for (uint32_t t = 0; t < program_.threads.size(); ++t)
-      sched.Spawn(program_.threads[t].name, [&world, t] { world.RunThread(t); });
     ReplayResult r;
     r.strategy = strategy.Name();
     r.fix = options_.fix.name;
     r.model = ModelName();
     r.engine = detail::EngineSummaryOf(py_->info());
-    r.run = sched.Run();
-    world.Finalize(r);
+    std::exception_ptr error;
+    {
+      sim::Scheduler sched(strategy, so, pool_.get());
+      detail::PythonWorld world(sched, program_, *py_, engine_steps);
+      for (uint32_t t = 0; t < program_.threads.size(); ++t)
+        sched.Spawn(program_.threads[t].name, [&world, t] { world.RunThread(t); });
+      try {
+        r.run = sched.Run();
+        world.Finalize(r);
+      } catch (...) {
+        error = std::current_exception();
+      }
+      // The scheduler is torn down here, with no exception in flight: a proxy fiber still
+      // waiting unwinds (Teardown) rather than running on against a world that is gone.
+    }
+    if (error) std::rethrow_exception(error);
     r.races = detector.races();
     return r;
   }
+  sim::Scheduler sched(strategy, so, pool_.get());
   const std::string name = ModelName();
   const detail::TunerModel* model = detail::FindModel(name);
   if (model == nullptr)

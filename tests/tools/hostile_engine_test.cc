@@ -205,6 +205,16 @@ TEST_F(HostileEngine, HangingPatchesEndWithinTheWatchdogAndLeaveNoProcess) {
                       "    return stock(self, *a, **k)\n"
                       "autotuner.Autotuner.run = run\n",
        "a line on its channel that the engine did not write", 65},
+      // The program, not rerace, ends the replay process mid-run: the user's problem (65),
+      // said so, never "a bug in rerace" (70).
+      {"exits", note + stock + "calls = [0]\n"
+                "def run(self, *a, **k):\n"
+                "    calls[0] += 1\n"
+                "    if calls[0] == 3:\n"
+                "        os._exit(7)\n"
+                "    return stock(self, *a, **k)\n"
+                "autotuner.Autotuner.run = run\n",
+       "the program ended the replay process in the middle of a run (exit status 7", 65},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);

@@ -29,6 +29,9 @@ Messages to the controller (tab-separated):
                                            entered and its bypasses (reach.py; no reply)
     x                                      this thread has finished (no reply)
     !  <message>                           an internal error of the engine
+and from the set-up process, after a run's child ended:
+    q  <message>                           the program ended the child in the middle of the run
+                                           (an exit status that is not rerace's: serve.py)
 
 Threads: everything here is called by the logical thread that holds the turn, except
 ``Run.start`` and ``Run.finish`` (the child's main thread, before and after).

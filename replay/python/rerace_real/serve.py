@@ -601,6 +601,11 @@ def _child(setup, rfd, wfd, leftover=b""):
     os._exit(0)
 
 
+# The replay child's own exit statuses besides 0 (control.py and _child): the controller went
+# away (3), an unexpected command (4), an internal error (5), an exception in _child (6).
+_OWN_EXITS = (3, 4, 5, 6)
+
+
 def main():
     rfd = os.dup(0)
     wfd = os.dup(1)
@@ -661,6 +666,12 @@ def main():
             _send(wfd, "done", 128 + os.WTERMSIG(status))
         else:
             code = os.WEXITSTATUS(status)
-            if code not in (0,):
+            if code in _OWN_EXITS:
                 _send(wfd, "!", "the replay child exited with status %d" % code)
+            elif code != 0:
+                # Not one of rerace's own ways out: the program's code (a patch, the tuner, a
+                # C extension) ended the process in the middle of the run.
+                _send(wfd, "q", "the program ended the replay process in the middle of a run "
+                      "(exit status %d: os._exit, or a C extension's exit, in a patch or the "
+                      "tuner code); the run cannot be replayed to its end" % code)
             _send(wfd, "done", code)
