@@ -101,11 +101,16 @@ def measure(cfg_path, runs):
     class Floor(control.Run):
         """A Run whose points choose in-process (seeded random) and hand over directly."""
 
-        def __init__(self, seed, switch):
+        def __init__(self, seed, switch, traced):
             super().__init__(-1, -1, setup.free_threaded, setup.rules)
             self.rng = random.Random(seed)
             self.done = set()
             self.switch = switch  # (me, nxt) -> None: runs nxt, returns when me runs again
+            self.threads = [control.ThreadState(t, th["name"]) for t, th in enumerate(threads)]
+            if traced:
+                self.tracer = control.make_tracer(setup.rules, setup.watched)
+                self.tracer.install()
+            control.RUN = self
 
         def pick(self, me):
             live = [t for t in self.threads if t.tid not in self.done]
@@ -143,9 +148,7 @@ def measure(cfg_path, runs):
                 run.opportunity()
 
     def sequential(seed, traced):
-        run = Floor(seed, None)
-        control.RUN = run
-        run.threads = [control.ThreadState(t, th["name"]) for t, th in enumerate(threads)]
+        run = Floor(seed, None, False)
         t0 = time.perf_counter()
         for ts, th in zip(run.threads, threads):
             control._local.ts = ts
@@ -156,14 +159,8 @@ def measure(cfg_path, runs):
         def switch(me, nxt):
             nxt.baton.release()
             me.baton.acquire()
-        run = Floor(seed, switch)
-        control.RUN = run
-        tracer = None
-        if traced:
-            tracer = control.make_tracer(setup.rules, setup.watched)
-            tracer.install()
-        run.tracer = tracer
-        run.threads = [control.ThreadState(t, th["name"]) for t, th in enumerate(threads)]
+        run = Floor(seed, switch, traced)
+        tracer = run.tracer
         end = _thread.allocate_lock()
         end.acquire()
 
@@ -191,15 +188,9 @@ def measure(cfg_path, runs):
         def switch(me, nxt):
             control._local.ts = nxt
             lets[nxt.tid].switch()
-        run = Floor(seed, switch)
-        control.RUN = run
-        tracer = None
-        if traced:
-            tracer = control.make_tracer(setup.rules, setup.watched)
-            tracer.install()
-            tracer.thread_start()
-        run.tracer = tracer
-        run.threads = [control.ThreadState(t, th["name"]) for t, th in enumerate(threads)]
+        run = Floor(seed, switch, traced)
+        if run.tracer is not None:
+            run.tracer.thread_start()  # one OS thread: its events reach every greenlet
 
         def worker(ts, ops):
             replay_thread(run, ts, ops)

@@ -406,6 +406,7 @@ class Tracer:
         self.counts = {}   # (id(code), offset) -> executions of that C-call site
         self.opnames = {}  # id(code) -> (code, {offset: opname})
         self._codes = {}   # id(code) -> code
+        self._lines = {}   # (id(code), offset) -> line (_line: the monitoring tracer's names)
         self._watch_cache = {}
         # 3.12+: settrace runs on sys.monitoring; opcode events need f_trace set first and the
         # tracer installed again (measured, see docs/GIL.md).
@@ -520,7 +521,13 @@ class Tracer:
             ours = is_ours(code.co_filename)
         if ours:
             return
-        k = (id(code), frame.f_lasti)
+        self.c_returned(ts, code, frame.f_lasti, arg, frame.f_lineno)
+
+    def c_returned(self, ts, code, offset, func, line):
+        """The C callable `func`, called at `offset` of `code` (not rerace's), returned in the
+        logical thread `ts`: counts the site's executions, reports a cold site's count as an
+        access, and marks the hand-over place if the call is one. Both tracers' one rule."""
+        k = (id(code), offset)
         n = self.counts.get(k, 0) + 1
         if n == 1:
             self._codes[k[0]] = code
@@ -528,19 +535,33 @@ class Tracer:
         if ts.quiet:
             return
         if n <= self.rules.warmup + 1 and RUN is not None and \
-                self.rules.after_c_call(arg, False) != self.rules.after_c_call(arg, True):
+                self.rules.after_c_call(func, False) != self.rules.after_c_call(func, True):
             # Whether this call site still runs unspecialized depends on how often every thread
             # ran it: while it is cold, its execution count is shared state that decides where
             # steps end, so it is an access (DPOR must order two threads' cold executions).
             # Named by line (what a reader looks up) and bytecode offset (what tells two calls
             # of one line apart): "autotuner.py:120" would read as a line.
-            RUN.post("m", W, "gil-warmup %s:%d@%d" % (_short(code.co_filename), frame.f_lineno,
-                                                      frame.f_lasti),
+            if line is None:
+                line = self._line(code, offset)
+            RUN.post("m", W, "gil-warmup %s:%d@%d" % (_short(code.co_filename), line, offset),
                      "cold call in %s: CPython has not yet specialized it" % code.co_name)
         if ts.opportunity:
             return
-        if self.rules.blocking(arg) or self.rules.after_c_call(arg, n > self.rules.warmup):
+        if self.rules.blocking(func) or self.rules.after_c_call(func, n > self.rules.warmup):
             ts.opportunity = True
+
+    def _line(self, code, offset):
+        """The source line of `offset` in `code` (cached per site)."""
+        k = (id(code), offset)
+        line = self._lines.get(k)
+        if line is None:
+            line = 0
+            for start, end, ln in code.co_lines():
+                if start <= offset < end and ln is not None:
+                    line = ln
+                    break
+            self._lines[k] = line
+        return line
 
 
 _BUILTIN = type(len)                   # builtin_function_or_method
@@ -582,7 +603,6 @@ class MonitoringTracer(Tracer):
         super().__init__(rules, watched)
         self.tool = tool
         self._jumps = set()    # id(code) of watched code objects with JUMP events on
-        self._lines = {}       # (id(code), offset) -> line, for the gil-warmup objects' names
         self.reach = None      # reach.Reach: told of each function entry (patch reach)
         self._installed = False
 
@@ -611,8 +631,9 @@ class MonitoringTracer(Tracer):
         self._installed = True
 
     def thread_start(self, extra=None):
-        # Patch reach is this tracer's own (self.reach, from on_start), not a profile function.
-        if extra is not None:
+        # Patch reach, when set, is this tracer's own (self.reach, from on_start): `extra` (its
+        # profile function) is not needed then.
+        if extra is not None and self.reach is None:
             sys.setprofile(extra)
 
     def thread_stop(self, ts):
@@ -706,35 +727,7 @@ class MonitoringTracer(Tracer):
                 if watched:
                     ts.opportunity = True
             return
-        k = (id(code), offset)
-        n = self.counts.get(k, 0) + 1
-        if n == 1:
-            self._codes[k[0]] = code
-        self.counts[k] = n
-        if ts.quiet:
-            return
-        if n <= self.rules.warmup + 1 and RUN is not None and \
-                self.rules.after_c_call(func, False) != self.rules.after_c_call(func, True):
-            # As Tracer.profile: a cold call site's count is shared state (see there).
-            RUN.post("m", W, "gil-warmup %s:%d@%d" % (_short(code.co_filename),
-                                                      self._line(code, offset), offset),
-                     "cold call in %s: CPython has not yet specialized it" % code.co_name)
-        if ts.opportunity:
-            return
-        if self.rules.blocking(func) or self.rules.after_c_call(func, n > self.rules.warmup):
-            ts.opportunity = True
-
-    def _line(self, code, offset):
-        k = (id(code), offset)
-        line = self._lines.get(k)
-        if line is None:
-            line = 0
-            for start, end, ln in code.co_lines():
-                if start <= offset < end and ln is not None:
-                    line = ln
-                    break
-            self._lines[k] = line
-        return line
+        self.c_returned(ts, code, offset, func, None)
 
 
 def make_tracer(rules, watched):

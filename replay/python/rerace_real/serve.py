@@ -518,9 +518,7 @@ def _reach_profile(setup):
 
 def _worker(setup, run, tracer, ts, ops):
     control._local.ts = ts
-    if isinstance(tracer, control.MonitoringTracer):
-        tracer.thread_start()  # patch reach through the tracer's own events (_child)
-    elif tracer is not None:
+    if tracer is not None:
         tracer.thread_start(_reach_profile(setup))
     else:
         sys.setprofile(_reach_profile(setup))
