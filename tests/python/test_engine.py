@@ -122,6 +122,47 @@ class TrackingTest(unittest.TestCase):
         self.assertEqual(Patched.local.v, {"a": 1})
         self.assertEqual(t.nargs, {"a": 1})
 
+    def test_a_field_served_by_a_property_is_not_itself_a_shared_object(self):
+        # A thread-local nargs (the tls fixes): reading or writing the property runs its code,
+        # whose store is per thread; reporting `T.nargs` would order threads that share nothing
+        # (and list races that are not there). What the code touches of the tuner is reported.
+        class Patched(autotuner.Autotuner):
+            local = threading.local()
+            nargs = property(lambda self: getattr(Patched.local, "v", None),
+                             lambda self, v: setattr(Patched.local, "v", v))
+            restore_copies = property(lambda self: self.store,
+                                      lambda self, v: setattr(self, "store", v))
+
+        t, _ = tuners.build(CALL, triton)
+        t.__class__ = Patched
+        tuners.track(t, "T")
+        t.nargs = {"a": 1}
+        self.assertEqual(t.nargs, {"a": 1})
+        self.assertIs(type(Patched.local.v), dict)  # not wrapped as a shared dict either
+        self.assertEqual(self.rec.accesses, [])
+        t.restore_copies = {"y": 2}                  # the property writes an attribute: watched
+        self.assertEqual(t.restore_copies, {"y": 2})
+        self.assertEqual([(k, o) for k, o, _ in self.rec.accesses],
+                         [("w", "T.store"), ("r", "T.store")])
+        # The other fields stay shared objects.
+        _ = t.cache
+        self.assertEqual(self.rec.accesses[-1][:2], ("r", "T.cache"))
+
+    def test_slots_hold_data_and_stay_watched(self):
+        # A slot is a data descriptor that holds the instance's own data: not code.
+        class Slotted:
+            __slots__ = ("flag",)
+
+        class Coded(Slotted):
+            nargs = property(lambda self: None)
+
+        class Plain(Coded):
+            nargs = None    # a class attribute hides the property again
+
+        self.assertEqual(tuners._code_attributes(Slotted), frozenset())
+        self.assertEqual(tuners._code_attributes(Coded), frozenset(["nargs"]))
+        self.assertEqual(tuners._code_attributes(Plain), frozenset())
+
 
 class SyncTest(unittest.TestCase):
     """Outside a replay run the controlled primitives are the real ones."""
@@ -650,6 +691,39 @@ class ReachTest(unittest.TestCase):
         reached = reach.Reach()
         reached.note("Tuner", before, after)
         self.assertEqual(reached.info(), [])
+
+    def test_a_property_a_tuner_class_hides_is_bypassed(self):
+        class Tuner:
+            pass
+        before = dict(vars(Tuner))
+        Tuner.nargs = property(lambda self: None)
+        Tuner.restore_copies = property(lambda self: {})
+
+        class Team(Tuner):
+            nargs = None        # hides the property: the calls use this one
+
+        class Fine(Tuner):
+            pass
+        reached = reach.Reach()
+        reached.note("Tuner", before, dict(vars(Tuner)))
+        # A class put in Tuner's place inherits the same property: not a second replacement.
+        reached.note("Tuner", before, {k: getattr(Team, k) for k in ("nargs", "restore_copies")})
+        self.assertEqual([r["name"] for r in reached.info()], ["Tuner.nargs", "Tuner.restore_copies"])
+        reached.check_class(Fine)
+        self.assertEqual(self._run(reached, lambda: None), {"entered": [], "bypass": {}})
+        reached.check_class(Team)
+        got = self._run(reached, lambda: None)
+        self.assertEqual(list(got["bypass"]), ["0"])
+        self.assertRegex(got["bypass"]["0"], r"^ReachTest\.test_a_property_a_tuner_class_hides_is_"
+                         r"bypassed\.<locals>\.Team hides it with its own nargs \(test_engine\.py\)$")
+        # A tuner class without the patched class in its bases (a fresh copy of it) has none.
+        other = reach.Reach()
+        other.note("Tuner", before, dict(vars(Tuner)))
+        other.check_class(type("Fresh", (), {}))
+        self.assertEqual(sorted(self._run(other, lambda: None)["bypass"]), ["0", "1"])
+        self.assertRegex(self._run(other, lambda: None)["bypass"]["0"],
+                         r"^the replayed tuner's class .*Fresh has no nargs \(not the class the "
+                         r"patch changed\)$")
 
 
 class TunerClassTest(unittest.TestCase):

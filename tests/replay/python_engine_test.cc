@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <ostream>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -181,6 +182,36 @@ TEST(PythonEngine, LockAroundRunHoldsThreadLocalNargsDoesNot) {
     ASSERT_GT(FirstSeedWith(rep, "in-param-not-in-cache", 30, &r), 0);
     EXPECT_EQ(FindCode(r, "in-param-not-in-cache")->type, "KeyError");
   }
+}
+
+// A field a patch serves by a property (thread-local storage) is not a shared object: `--races`
+// lists no race on it, while the fields the patch leaves shared still race. The same run without
+// the patch races on nargs. (The property's own accesses would also order threads for DPOR.)
+TEST(PythonEngine, FieldsAPatchMakesThreadLocalAreNotRaces) {
+  Env e = UseEnv();
+  if (!e.skip.empty()) GTEST_SKIP() << e.skip;
+  const Program p = testing::LoadSample("triton-none-h200.rrt");
+  auto objects = [&](const std::string& fix) {
+    ReplayOptions o = PyOptions(e, fix);
+    o.detect_races = true;
+    Replayer rep(p, o);
+    std::set<std::string> names;
+    for (uint64_t s = 1; s <= 4; ++s) {
+      sim::RandomWalk w(s);
+      for (const sim::Race& r : rep.Run(w).races)
+        names.insert(r.object_name.substr(r.object_name.rfind('.') + 1));
+    }
+    return names;
+  };
+  const std::set<std::string> none = objects("none");
+  const std::set<std::string> tls_nargs = objects("tls-nargs");
+  const std::set<std::string> tls_state = objects("tls-state");
+  EXPECT_TRUE(none.count("nargs"));
+  EXPECT_FALSE(tls_nargs.count("nargs"));
+  EXPECT_TRUE(tls_nargs.count("restore_copies") || tls_nargs.count("restore_copies{}"));
+  for (const char* field : {"nargs", "restore_copies", "restore_copies{}"})
+    EXPECT_FALSE(tls_state.count(field)) << field;
+  EXPECT_TRUE(tls_state.count("cache{}"));  // still shared: threads that miss it tune it again
 }
 
 TEST(PythonEngine, PatchThatDeadlocksIsReportedWithWhatEachThreadWaitsFor) {

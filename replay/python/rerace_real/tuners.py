@@ -17,6 +17,7 @@ import inspect
 import linecache
 import os
 import sys
+import types
 
 from . import control
 
@@ -141,8 +142,8 @@ def _tracking_class(base):
     put = base.__setattr__
 
     def __getattribute__(self, name):
-        # NB: runs for every attribute of the tuner: _written(self) inline, without a call.
-        if name in FIELDS or name in object.__getattribute__(self, "_rr_written"):
+        # NB: runs for every attribute of the tuner: _watched inline, without a call.
+        if name in object.__getattribute__(self, "_rr_watched"):
             obj = get(self, "_rr_name") + "." + name
             _access(control.R, obj, _caller_label("read self." + name))
         return get(self, name)
@@ -151,13 +152,15 @@ def _tracking_class(base):
         if name.startswith("_rr_"):
             return put(self, name, value)
         obj = get(self, "_rr_name") + "." + name
+        if name in get(self, "_rr_code"):
+            return put(self, name, value)  # the class's code takes it (not the instance's data)
         if get(self, "_rr_live"):
-            _written(self).add(name)
+            _watched(self).add(name)
             _access(control.W, obj, _caller_label("write self." + name))
         put(self, name, _wrap(value, obj))
 
-    def _written(self):
-        return object.__getattribute__(self, "_rr_written")
+    def _watched(self):
+        return object.__getattribute__(self, "_rr_watched")
 
     sub = type(base.__name__, (base,), {
         "__getattribute__": __getattribute__,
@@ -170,10 +173,32 @@ def _tracking_class(base):
     return sub
 
 
+# Data descriptors that hold the instance's own data (__slots__, C members): watched as data.
+_SLOTS = (types.MemberDescriptorType, types.GetSetDescriptorType)
+
+
+def _code_attributes(cls):
+    """The names a data descriptor of `cls` (a property, say) serves: reading or writing one
+    runs its code (a patch's thread-local ``nargs``) instead of touching the instance's data, so
+    it is not itself a shared object; what that code reads and writes of the tuner is."""
+    names = set()
+    for klass in reversed(cls.__mro__):
+        for name, attr in vars(klass).items():
+            kind = type(attr)
+            if kind not in _SLOTS and (hasattr(kind, "__set__") or hasattr(kind, "__delete__")):
+                names.add(name)
+            else:
+                names.discard(name)
+    return frozenset(names)
+
+
 def track(tuner, name):
-    """Watches `tuner` from now on; `name` names its shared objects in reports."""
+    """Watches `tuner` from now on; `name` names its shared objects in reports: the fields in
+    FIELDS and every attribute written from now on, but those its class serves by code."""
+    code = _code_attributes(type(tuner))
     object.__setattr__(tuner, "_rr_name", name)
-    object.__setattr__(tuner, "_rr_written", set())
+    object.__setattr__(tuner, "_rr_code", code)
+    object.__setattr__(tuner, "_rr_watched", set(FIELDS - code))
     object.__setattr__(tuner, "_rr_live", False)
     for field in list(vars(tuner)):
         if field in FIELDS:
