@@ -118,6 +118,16 @@ void PythonWorld::ReportReach(ReplayResult& r) {
       !info["reach"].is_array())
     return;
   const auto& replaced = info["reach"];
+  // The patch files some of whose replacements a call entered. A replacement of such a file
+  // that no call entered, and that nothing went around (no bypass: neither what it replaced
+  // was reached, nor does a tuner class hide it), is a part of a patch that ran which this
+  // recording's calls do not use (tls-state's restore_copies where no hook restores): a note,
+  // not patch-not-reached, which says the patch never ran.
+  auto file_of = [](const std::string& patch) { return patch.substr(0, patch.rfind(':')); };
+  std::set<std::string> ran;
+  for (size_t i = 0; i < replaced.size(); ++i)
+    if (reach_entered_.count(i))
+      ran.insert(file_of(replaced[i].value("patch", std::string("?"))));
   std::vector<Finding> missed;
   for (size_t i = 0; i < replaced.size(); ++i) {
     const auto& x = replaced[i];
@@ -129,7 +139,12 @@ void PythonWorld::ReportReach(ReplayResult& r) {
     const std::string head =
         fmt::format("your {} {} ({}) was entered by {} of {} threads' calls", name,
                     x.value("kind", std::string("replacement")), patch, entered, reach_calls_);
-    if (entered == 0 && reach_calls_ > 0) {
+    if (entered == 0 && reach_calls_ > 0 && b == reach_bypass_.end() &&
+        ran.count(file_of(patch))) {
+      r.notes.push_back(fmt::format("{}; no call reached what it replaced either ({}): this "
+                                    "recording does not use it (the rest of the patch ran)",
+                                    head, x.value("target", name)));
+    } else if (entered == 0 && reach_calls_ > 0) {
       Finding f;
       f.code = "patch-not-reached";
       f.thread = sim::kNoThread;

@@ -98,6 +98,28 @@ const Case kCases[] = {
      {"FAILS: the patch never ran (patch-not-reached): your Autotuner.run replacement "
       "(reach_bypassed.py:20) was entered by 0 of 8 threads' calls"},
      {"holds", "inconclusive"}},
+    // A part of a patch that ran which no call reaches (nor what it replaced) is not "the patch
+    // never ran": the lock's verdict stands, and a line says the part is unused here.
+    {"a part of a patch the recording never uses", "check --bound 1", "reach_unused_part.py", 0,
+     {"verdict: patch reach_unused_part.py (sha256 ", "holds",
+      "patch reach: your Autotuner.run replacement (reach_unused_part.py:14) was entered by 8 of "
+      "8 threads' calls\n",
+      "patch reach: your Autotuner.warmup replacement (reach_unused_part.py:19) was entered by 0 "
+      "of 8 threads' calls; no call reached what it replaced either (Autotuner.warmup "
+      "(triton/runtime/autotuner.py:",
+      "this recording does not use it (the rest of the patch ran)\n"},
+     {"patch-not-reached"}},
+    // A property a subclass hides is bypassed by every call, though no call is made: the
+    // patch's other property ran, and this one still fails the check.
+    {"a thread-local property a subclass's own attribute hides", "replay --seed 3",
+     "reach_hidden_property.py", 1,
+     {"FAILED: patch-not-reached at step",
+      "your Autotuner.nargs property (reach_hidden_property.py:13) was entered by 0 of 8 "
+      "threads' calls\n",
+      "  TeamAutotuner hides it with its own nargs (reach_hidden_property.py)\n",
+      "patch reach: your Autotuner.restore_copies property (reach_hidden_property.py:21) was "
+      "entered by 8 of 8 threads' calls\n"},
+     {"does not use it"}},
     // A budget too small to finish is inconclusive (exit 3), as before: reach changes nothing.
     {"check of a reached patch keeps its verdict", "check --bound 1 --max-runs 2",
      "reach_works.py", 3,

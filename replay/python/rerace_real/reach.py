@@ -39,6 +39,14 @@ def _where(code):
     return "%s:%d" % (control.site_path(code.co_filename), code.co_firstlineno)
 
 
+def _has_source(cls):
+    import inspect
+    try:
+        return bool(inspect.getsourcefile(cls))
+    except (TypeError, OSError):
+        return False
+
+
 def _qualname(code):
     return getattr(code, "co_qualname", None) or code.co_name
 
@@ -68,6 +76,7 @@ class Reach:
         self._new = {}      # patch code -> index
         self._old = {}      # (file, first line, name) of a target -> index
         self._by_id = {}    # id(code) -> (code, kind, index): _index's cache
+        self._hidden = {}   # index -> why a tuner class bypasses it (check_class)
 
     def note(self, cls_name, before, after):
         """A patch's changes: `before` and `after` map names to the class attributes."""
@@ -80,6 +89,8 @@ class Reach:
                 continue  # a new helper, not on the path of any stock code
             if new is None or new is old or (name in before and old is None):
                 continue
+            if new in self._new:
+                continue  # noted already (a class put in Autotuner's place inherits it)
             if old is not None and (new.co_filename, new.co_firstlineno, new.co_name) == (
                     old.co_filename, old.co_firstlineno, old.co_name):
                 continue  # a reloaded module's fresh copy of the same function, not a patch
@@ -94,6 +105,28 @@ class Reach:
 
     def info(self):
         return [r.info() for r in self.replaced]
+
+    def check_class(self, cls):
+        """A tuner of class `cls` is replayed: a property the patch put where an instance
+        attribute was, which `cls` resolves to something else (a subclass's own attribute of
+        that name hides it), is bypassed by every call of that tuner; no profile event says so."""
+        import inspect
+        for i, r in enumerate(self.replaced):
+            if r.old is not None or r.kind != "property" or i in self._hidden:
+                continue
+            attr = inspect.getattr_static(cls, r.name.rpartition(".")[2], None)
+            if _code(attr) is r.new:
+                continue
+            field = r.name.rpartition(".")[2]
+            owner = next((k for k in cls.__mro__ if field in vars(k)), None)
+            if owner is None:
+                self._hidden[i] = "the replayed tuner's class %s.%s has no %s (not the class " \
+                    "the patch changed)" % (cls.__module__, cls.__qualname__, field)
+            else:
+                self._hidden[i] = "%s hides it with its own %s%s" % (
+                    owner.__qualname__, field,
+                    " (%s)" % control.site_path(inspect.getsourcefile(owner))
+                    if _has_source(owner) else "")
 
     def start_call(self, c):
         c["_reach"] = (set(), {})
@@ -161,4 +194,8 @@ class Reach:
     def report(self, c):
         """The call's message: the replacements it entered and the bypasses it made."""
         entered, bypass = c.get("_reach") or (set(), {})
+        bypass = dict(bypass)
+        for i, why in self._hidden.items():
+            if i not in entered:
+                bypass.setdefault(i, why)
         return {"entered": sorted(entered), "bypass": {str(k): v for k, v in sorted(bypass.items())}}

@@ -369,6 +369,7 @@ class Setup:
             names[short] = n + 1
             if n:
                 short += "#%d" % n
+            self.reach.check_class(type(tuner))
             tuners.track(tuner, short)
             self.tuners[tid] = (tuner, positional, keys)
 
