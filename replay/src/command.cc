@@ -114,6 +114,14 @@ Result<LoadedTrace> LoadTrace(const std::string& path, const CommandOptions& c, 
                                "check the recorded locks with --engine model",
                                path, fmt::join(locks, ", ")),
                    kExitUsage};
+    // The real code takes the locks its patch takes: the recorded ones are not replayed (the
+    // model, which runs no patch, keeps them). Said, so that a verdict is read as that of the
+    // given patch in place of the recorded one, not on top of it.
+    if (!locks.empty())
+      c.notes(fmt::format("recorded locks not replayed: {} took {} (its patch's); the real code "
+                          "runs the patch given here in its place, not on top of it "
+                          "(--engine model keeps the recorded locks)\n",
+                          path, fmt::join(locks, ", ")));
   }
   l.options.target = c.failure;
   return l;

@@ -180,6 +180,34 @@ TEST(Truth, CheckNamesThePatchInVerdictCostAndJson) {
   EXPECT_TRUE(Has(j.out, "\"fix\":\"" + named + "\"")) << j.out;  // the cost's
 }
 
+// A recording that took a lock of its own (rerace_probe.Lock around run): the real code runs
+// the patch given in place of the one that took it, and says so, since the model (which keeps
+// the recorded lock) would answer "holds" for a fix that fails without the lock. Without a
+// patch the engine refuses: its stock code never ran.
+TEST(Truth, TheRealCodeSaysTheRecordedLocksAreNotReplayed) {
+  std::string skip;
+  const std::string py = Python(skip);
+  if (py.empty()) GTEST_SKIP() << skip;
+  const std::string base = "replay " + SampleTrace("triton-lock-run-h200.rrt") +
+                           " --engine python --python-exe " + py + " --seed 1";
+  const CliRun with = Rerace(base + " --fix tls-nargs");
+  EXPECT_EQ(with.code, 1) << with.out;  // tls-nargs alone fails: the lock is not there
+  EXPECT_TRUE(Has(with.out, "recorded locks not replayed: ")) << with.out;
+  EXPECT_TRUE(Has(with.out, "triton-lock-run-h200.rrt took autotune lock (its patch's); the real "
+                            "code runs the patch given here in its place, not on top of it "
+                            "(--engine model keeps the recorded locks)\n"))
+      << with.out;
+  const CliRun model = Rerace("replay " + SampleTrace("triton-lock-run-h200.rrt") +
+                              " --engine model --fix tls-nargs --seed 1");
+  EXPECT_FALSE(Has(model.out, "recorded locks not replayed")) << model.out;
+  const CliRun bare = Rerace(base);
+  EXPECT_EQ(bare.code, 64) << bare.out;
+  EXPECT_TRUE(Has(bare.out, "the recorded program took locks of its own (autotune lock)")) << bare.out;
+  const CliRun stock = Rerace("replay " + SampleTrace("triton-none-h200.rrt") +
+                              " --engine python --python-exe " + py + " --seed 1 --fix tls-nargs");
+  EXPECT_FALSE(Has(stock.out, "recorded locks not replayed")) << stock.out;
+}
+
 // Defect 6: a deadlock has neither a place nor a thread of its own: its fuzz entry says so
 // without empty fields ("deadlock at : ...", "first in  with seed"), each wait on a line of
 // its own under it, and its JSON has no empty "thread_name".
