@@ -110,6 +110,9 @@ void PythonWorld::AddReach(const std::string& text) {
   if (j.contains("bypass") && j["bypass"].is_object())
     for (const auto& [k, v] : j["bypass"].items())
       if (v.is_string()) reach_bypass_.emplace(ToU64(k, "replacement"), v.get<std::string>());
+  if (j.contains("hidden") && j["hidden"].is_object())
+    for (const auto& [k, v] : j["hidden"].items())
+      if (v.is_string()) reach_hidden_.emplace(ToU64(k, "replacement"), v.get<std::string>());
 }
 
 void PythonWorld::ReportReach(ReplayResult& r) {
@@ -118,16 +121,20 @@ void PythonWorld::ReportReach(ReplayResult& r) {
       !info["reach"].is_array())
     return;
   const auto& replaced = info["reach"];
-  // The patch files some of whose replacements a call entered. A replacement of such a file
-  // that no call entered, and that nothing went around (no bypass: neither what it replaced
-  // was reached, nor does a tuner class hide it), is a part of a patch that ran which this
-  // recording's calls do not use (tls-state's restore_copies where no hook restores): a note,
-  // not patch-not-reached, which says the patch never ran.
-  auto file_of = [](const std::string& patch) { return patch.substr(0, patch.rfind(':')); };
+  // The patches (by the file or module whose import made the change) some of whose
+  // replacements a call entered. A replacement of such a patch that no call entered, and that
+  // nothing went around (no call reached what it replaced, and every replayed tuner class
+  // resolves its name to it), is a part of a patch that ran which this recording's calls do
+  // not use (tls-state's restore_copies where no hook restores): a note, not
+  // patch-not-reached, which says the patch never ran.
+  auto source_of = [](const nlohmann::json& x) {
+    std::string s = x.value("source", std::string());
+    if (s.empty()) s = x.value("patch", std::string("?"));
+    return s;
+  };
   std::set<std::string> ran;
   for (size_t i = 0; i < replaced.size(); ++i)
-    if (reach_entered_.count(i))
-      ran.insert(file_of(replaced[i].value("patch", std::string("?"))));
+    if (reach_entered_.count(i)) ran.insert(source_of(replaced[i]));
   std::vector<Finding> missed;
   for (size_t i = 0; i < replaced.size(); ++i) {
     const auto& x = replaced[i];
@@ -135,12 +142,15 @@ void PythonWorld::ReportReach(ReplayResult& r) {
     const std::string patch = x.value("patch", std::string("?"));
     const auto e = reach_entered_.find(i);
     const uint32_t entered = e == reach_entered_.end() ? 0 : e->second;
-    const auto b = reach_bypass_.find(i);
+    // How calls went around it: a bypass chain seen, or (entered by none) a class hiding it.
+    const std::string* around = nullptr;
+    if (auto b = reach_bypass_.find(i); b != reach_bypass_.end()) around = &b->second;
+    else if (auto h = reach_hidden_.find(i); h != reach_hidden_.end() && entered == 0)
+      around = &h->second;
     const std::string head =
         fmt::format("your {} {} ({}) was entered by {} of {} threads' calls", name,
                     x.value("kind", std::string("replacement")), patch, entered, reach_calls_);
-    if (entered == 0 && reach_calls_ > 0 && b == reach_bypass_.end() &&
-        ran.count(file_of(patch))) {
+    if (entered == 0 && reach_calls_ > 0 && around == nullptr && ran.count(source_of(x))) {
       r.notes.push_back(fmt::format("{}; no call reached what it replaced either ({}): this "
                                     "recording does not use it (the rest of the patch ran)",
                                     head, x.value("target", name)));
@@ -152,13 +162,13 @@ void PythonWorld::ReportReach(ReplayResult& r) {
       f.type = "(none: the patch never ran)";
       f.message = head;
       f.where = patch;
-      f.words = b != reach_bypass_.end()
-                    ? b->second
+      f.words = around != nullptr
+                    ? *around
                     : fmt::format("no call went through it, nor through what it replaced: {}",
                                   x.value("target", name));
       missed.push_back(std::move(f));
     } else if (reach_calls_ > 0) {
-      r.notes.push_back(b != reach_bypass_.end() ? fmt::format("{}; {}", head, b->second) : head);
+      r.notes.push_back(around != nullptr ? fmt::format("{}; {}", head, *around) : head);
     }
   }
   r.findings.insert(r.findings.begin(), missed.begin(), missed.end());

@@ -158,6 +158,7 @@ class PythonWorld {
   uint32_t reach_calls_ = 0;                   // threads' tuner calls that reported reach
   std::map<size_t, uint32_t> reach_entered_;   // replacement index -> calls that entered it
   std::map<size_t, std::string> reach_bypass_;  // replacement index -> the first bypass seen
+  std::map<size_t, std::string> reach_hidden_;  // replacement index -> a class that hides it
   std::string error_;  // an engine error seen inside a fiber
   int error_code_ = kExitInternal;  // and its exit code
 };

@@ -125,7 +125,8 @@ class TrackingTest(unittest.TestCase):
     def test_a_field_served_by_a_property_is_not_itself_a_shared_object(self):
         # A thread-local nargs (the tls fixes): reading or writing the property runs its code,
         # whose store is per thread; reporting `T.nargs` would order threads that share nothing
-        # (and list races that are not there). What the code touches of the tuner is reported.
+        # (and list races that are not there). A property over shared storage (an attribute of
+        # the instance) stays a shared object, and what its code touches is reported too.
         class Patched(autotuner.Autotuner):
             local = threading.local()
             nargs = property(lambda self: getattr(Patched.local, "v", None),
@@ -135,18 +136,47 @@ class TrackingTest(unittest.TestCase):
 
         t, _ = tuners.build(CALL, triton)
         t.__class__ = Patched
+        t.store = {"kept": 1}
         tuners.track(t, "T")
+        self.assertEqual(t.store, {"kept": 1})      # the probe put the old value back
+        self.rec.accesses.clear()
         t.nargs = {"a": 1}
         self.assertEqual(t.nargs, {"a": 1})
         self.assertIs(type(Patched.local.v), dict)  # not wrapped as a shared dict either
         self.assertEqual(self.rec.accesses, [])
-        t.restore_copies = {"y": 2}                  # the property writes an attribute: watched
+        t.restore_copies = {"y": 2}
         self.assertEqual(t.restore_copies, {"y": 2})
         self.assertEqual([(k, o) for k, o, _ in self.rec.accesses],
-                         [("w", "T.store"), ("r", "T.store")])
-        # The other fields stay shared objects.
+                         [("w", "T.restore_copies"), ("w", "T.store"),
+                          ("r", "T.restore_copies"), ("r", "T.store")])
         _ = t.cache
         self.assertEqual(self.rec.accesses[-1][:2], ("r", "T.cache"))
+
+    def test_a_property_that_changes_nothing_stays_a_shared_object(self):
+        # A no-op patch: nargs through a property onto the instance's own __dict__. Exempting
+        # it would hide the stock nargs race from DPOR and certify a patch that fixes nothing.
+        class Noop(autotuner.Autotuner):
+            nargs = property(lambda self: self.__dict__.get("nargs"),
+                             lambda self, v: self.__dict__.__setitem__("nargs", v))
+
+        t, _ = tuners.build(CALL, triton)
+        t.__class__ = Noop
+        tuners.track(t, "T")
+        self.rec.accesses.clear()
+        t.nargs = {"a": 1}
+        _ = t.nargs
+        self.assertEqual([(k, o) for k, o, _ in self.rec.accesses], [("w", "T.nargs"), ("r", "T.nargs")])
+
+    def test_a_read_only_property_stays_a_shared_object(self):
+        class ReadOnly(autotuner.Autotuner):
+            nargs = property(lambda self: None)
+
+        t, _ = tuners.build(CALL, triton)
+        t.__class__ = ReadOnly
+        tuners.track(t, "T")
+        self.rec.accesses.clear()
+        _ = t.nargs
+        self.assertEqual([(k, o) for k, o, _ in self.rec.accesses], [("r", "T.nargs")])
 
     def test_slots_hold_data_and_stay_watched(self):
         # A slot is a data descriptor that holds the instance's own data: not code.
@@ -694,36 +724,82 @@ class ReachTest(unittest.TestCase):
 
     def test_a_property_a_tuner_class_hides_is_bypassed(self):
         class Tuner:
-            pass
+            def run(self):
+                return 1
         before = dict(vars(Tuner))
         Tuner.nargs = property(lambda self: None)
         Tuner.restore_copies = property(lambda self: {})
 
+        def run(self):
+            return 2
+        Tuner.run = run
+
         class Team(Tuner):
             nargs = None        # hides the property: the calls use this one
+
+            def run(self):      # overrides the patched run and never calls it
+                return 3
 
         class Fine(Tuner):
             pass
         reached = reach.Reach()
-        reached.note("Tuner", before, dict(vars(Tuner)))
+        reached.note("Tuner", before, dict(vars(Tuner)), source="p.py")
         # A class put in Tuner's place inherits the same property: not a second replacement.
-        reached.note("Tuner", before, {k: getattr(Team, k) for k in ("nargs", "restore_copies")})
-        self.assertEqual([r["name"] for r in reached.info()], ["Tuner.nargs", "Tuner.restore_copies"])
+        reached.note("Tuner", before, {k: getattr(Team, k) for k in ("restore_copies",)})
+        self.assertEqual([(r["name"], r["source"]) for r in reached.info()],
+                         [("Tuner.nargs", "p.py"), ("Tuner.restore_copies", "p.py"),
+                          ("Tuner.run", "p.py")])
         reached.check_class(Fine)
         self.assertEqual(self._run(reached, lambda: None), {"entered": [], "bypass": {}})
         reached.check_class(Team)
         got = self._run(reached, lambda: None)
-        self.assertEqual(list(got["bypass"]), ["0"])
-        self.assertRegex(got["bypass"]["0"], r"^ReachTest\.test_a_property_a_tuner_class_hides_is_"
-                         r"bypassed\.<locals>\.Team hides it with its own nargs \(test_engine\.py\)$")
+        self.assertEqual(sorted(got["hidden"]), ["0", "2"])
+        self.assertRegex(got["hidden"]["0"], r"^the replayed tuner's class ReachTest\.test_a_property_"
+                         r"a_tuner_class_hides_is_bypassed\.<locals>\.Team resolves nargs to "
+                         r"ReachTest\..*\.Team\.nargs, a plain attribute \(test_engine\.py\)$")
+        self.assertRegex(got["hidden"]["2"], r"resolves run to .*Team\.run, .*Team\.run "
+                         r"\(test_engine\.py:\d+\)$")
         # A tuner class without the patched class in its bases (a fresh copy of it) has none.
         other = reach.Reach()
         other.note("Tuner", before, dict(vars(Tuner)))
         other.check_class(type("Fresh", (), {}))
-        self.assertEqual(sorted(self._run(other, lambda: None)["bypass"]), ["0", "1"])
-        self.assertRegex(self._run(other, lambda: None)["bypass"]["0"],
+        self.assertEqual(sorted(self._run(other, lambda: None)["hidden"]), ["0", "1", "2"])
+        self.assertRegex(self._run(other, lambda: None)["hidden"]["0"],
                          r"^the replayed tuner's class .*Fresh has no nargs \(not the class the "
                          r"patch changed\)$")
+
+    def test_one_function_under_two_names_is_two_replacements(self):
+        # A decorator's wrappers share one code object: each name is its own replacement.
+        def locked(f):
+            def wrapper(self, *a):
+                return f(self, *a)
+            return wrapper
+
+        class Tuner:
+            def run(self):
+                return 1
+
+            def bench(self):
+                return 2
+        before = dict(vars(Tuner))
+        Tuner.run = locked(Tuner.run)
+        Tuner.bench = locked(Tuner.bench)
+        reached = reach.Reach()
+        reached.note("Tuner", before, dict(vars(Tuner)))
+        self.assertEqual([r["name"] for r in reached.info()], ["Tuner.bench", "Tuner.run"])
+
+    def test_a_property_entered_through_its_setter_is_entered(self):
+        class Tuner:
+            pass
+        before = dict(vars(Tuner))
+        store = {}
+        Tuner.nargs = property(lambda self: store.get("v"), lambda self, v: store.update(v=v))
+        reached = reach.Reach()
+        reached.note("Tuner", before, dict(vars(Tuner)))
+
+        def call():
+            Tuner().nargs = 1
+        self.assertEqual(self._run(reached, call), {"entered": [0], "bypass": {}})
 
 
 class TunerClassTest(unittest.TestCase):

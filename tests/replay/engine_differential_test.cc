@@ -4,9 +4,10 @@
 // shipped fix's patch: that patch, as recorded, against the model of the fix its --variant
 // names), in both interpreter modes: the verdict of the same sampled
 // portfolio (random walk, PCT d=2, PCT d=3, seeds 1..kRuns, as `check` samples) must be the same,
-// "fails" or "held in every schedule", but in the cells listed in kExpected with the reason the
-// two engines' steps legitimately differ there. The samples are listed when the test runs: a
-// recording added later is compared without a code change.
+// "fails" or "held in every schedule", but in the cells listed in Expected() with the reason the
+// two engines' steps legitimately differ there. The samples are listed when the tests are
+// listed (at build time): a recording added later is compared after the next build, without a
+// code change.
 //
 // The steps differ (docs/FIDELITY.md, "Models against the real code"): a seed is not the same
 // interleaving in both, so kinds and first counterexamples may differ; the verdict may not.

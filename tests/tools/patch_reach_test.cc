@@ -116,7 +116,8 @@ const Case kCases[] = {
      {"FAILED: patch-not-reached at step",
       "your Autotuner.nargs property (reach_hidden_property.py:13) was entered by 0 of 8 "
       "threads' calls\n",
-      "  TeamAutotuner hides it with its own nargs (reach_hidden_property.py)\n",
+      "  the replayed tuner's class TeamAutotuner resolves nargs to TeamAutotuner.nargs, a "
+      "plain attribute (reach_hidden_property.py)\n",
       "patch reach: your Autotuner.restore_copies property (reach_hidden_property.py:21) was "
       "entered by 8 of 8 threads' calls\n"},
      {"does not use it"}},

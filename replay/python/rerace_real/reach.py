@@ -52,20 +52,22 @@ def _qualname(code):
 
 
 class Replaced:
-    __slots__ = ("name", "new", "old", "patch", "kind")
+    __slots__ = ("name", "new", "old", "patch", "kind", "source")
 
-    def __init__(self, name, new, old, patch, kind):
+    def __init__(self, name, new, old, patch, kind, source=""):
         self.name = name      # "Autotuner.run"
         self.new = new        # the patch's code object
         self.old = old        # the replaced code object (None: a property where there was none)
         self.patch = patch    # the patch's "file.py:line"
         self.kind = kind      # "replacement" or "property"
+        self.source = source  # the patch (file or module) whose import made the change
 
     def info(self):
         # A property put where the instance attribute was (thread-local nargs): no code before.
         target = "%s (%s)" % (self.name, _where(self.old)) if self.old is not None else \
             "%s (an instance attribute before the patch)" % self.name
-        return {"name": self.name, "kind": self.kind, "patch": self.patch, "target": target}
+        return {"name": self.name, "kind": self.kind, "patch": self.patch, "target": target,
+                "source": self.source}
 
 
 class Reach:
@@ -76,10 +78,11 @@ class Reach:
         self._new = {}      # patch code -> index
         self._old = {}      # (file, first line, name) of a target -> index
         self._by_id = {}    # id(code) -> (code, kind, index): _index's cache
-        self._hidden = {}   # index -> why a tuner class bypasses it (check_class)
+        self._hidden = {}   # index -> why a replayed tuner class does not run it (check_class)
 
-    def note(self, cls_name, before, after):
-        """A patch's changes: `before` and `after` map names to the class attributes."""
+    def note(self, cls_name, before, after, source=""):
+        """A patch's changes: `before` and `after` map names to the class attributes; `source`
+        names the patch being imported."""
         for name in sorted(after):
             if name in before and before[name] is after[name]:
                 continue
@@ -89,15 +92,22 @@ class Reach:
                 continue  # a new helper, not on the path of any stock code
             if new is None or new is old or (name in before and old is None):
                 continue
-            if new in self._new:
+            full = "%s.%s" % (cls_name, name)
+            if any(r.name == full and r.new is new for r in self.replaced):
                 continue  # noted already (a class put in Autotuner's place inherits it)
             if old is not None and (new.co_filename, new.co_firstlineno, new.co_name) == (
                     old.co_filename, old.co_firstlineno, old.co_name):
                 continue  # a reloaded module's fresh copy of the same function, not a patch
             kind = "property" if isinstance(after[name], property) else "replacement"
-            r = Replaced("%s.%s" % (cls_name, name), new, old,
-                         "%s:%d" % (control.site_path(new.co_filename), new.co_firstlineno), kind)
+            r = Replaced(full, new, old,
+                         "%s:%d" % (control.site_path(new.co_filename), new.co_firstlineno), kind,
+                         source)
             self._new[new] = len(self.replaced)
+            if kind == "property":  # entered through its setter or deleter as well
+                for f in (after[name].fset, after[name].fdel):
+                    c = getattr(f, "__code__", None)
+                    if c is not None and c is not new:
+                        self._new.setdefault(c, len(self.replaced))
             if old is not None:
                 self._old.setdefault((old.co_filename, old.co_firstlineno, old.co_name),
                                      len(self.replaced))
@@ -107,26 +117,30 @@ class Reach:
         return [r.info() for r in self.replaced]
 
     def check_class(self, cls):
-        """A tuner of class `cls` is replayed: a property the patch put where an instance
-        attribute was, which `cls` resolves to something else (a subclass's own attribute of
-        that name hides it), is bypassed by every call of that tuner; no profile event says so."""
+        """A tuner of class `cls` is replayed: a replacement that `cls` does not resolve its
+        name to (a subclass's own attribute of that name, a later patch's, a class the patch
+        did not change) is hidden from that tuner's calls; no profile event says so when
+        nothing is called (a property)."""
         import inspect
         for i, r in enumerate(self.replaced):
-            if r.old is not None or r.kind != "property" or i in self._hidden:
-                continue
-            attr = inspect.getattr_static(cls, r.name.rpartition(".")[2], None)
-            if _code(attr) is r.new:
+            if i in self._hidden:
                 continue
             field = r.name.rpartition(".")[2]
+            attr = inspect.getattr_static(cls, field, None)
+            if _code(attr) is r.new:
+                continue
             owner = next((k for k in cls.__mro__ if field in vars(k)), None)
             if owner is None:
                 self._hidden[i] = "the replayed tuner's class %s.%s has no %s (not the class " \
                     "the patch changed)" % (cls.__module__, cls.__qualname__, field)
-            else:
-                self._hidden[i] = "%s hides it with its own %s%s" % (
-                    owner.__qualname__, field,
+                continue
+            code = _code(attr)
+            what = "%s (%s)" % (_qualname(code), _where(code)) if code is not None else \
+                "a plain attribute%s" % (
                     " (%s)" % control.site_path(inspect.getsourcefile(owner))
                     if _has_source(owner) else "")
+            self._hidden[i] = "the replayed tuner's class %s resolves %s to %s.%s, %s" % (
+                cls.__qualname__, field, owner.__qualname__, field, what)
 
     def start_call(self, c):
         c["_reach"] = (set(), {})
@@ -194,8 +208,7 @@ class Reach:
     def report(self, c):
         """The call's message: the replacements it entered and the bypasses it made."""
         entered, bypass = c.get("_reach") or (set(), {})
-        bypass = dict(bypass)
-        for i, why in self._hidden.items():
-            if i not in entered:
-                bypass.setdefault(i, why)
-        return {"entered": sorted(entered), "bypass": {str(k): v for k, v in sorted(bypass.items())}}
+        out = {"entered": sorted(entered), "bypass": {str(k): v for k, v in sorted(bypass.items())}}
+        if self._hidden:
+            out["hidden"] = {str(k): v for k, v in sorted(self._hidden.items())}
+        return out

@@ -228,7 +228,7 @@ class Setup:
                     "--patch FILE" % (said, mod, type(e).__name__, e), kind="data")
             after = _class_attrs(self.autotuner.Autotuner)
             changed = sorted(n for n in set(before) | set(after) if before.get(n) is not after.get(n))
-            self.reach.note("Autotuner", before, after)
+            self.reach.note("Autotuner", before, after, source=mod)
             self.info["patches"].append({
                 "file": mod, "recorded": True, "path": getattr(m, "__file__", "?"),
                 "changed": ["Autotuner.%s -> %s" % (n, _describe(after[n])) if n in after
@@ -258,7 +258,7 @@ class Setup:
                 path, type(e).__name__, e, _patch_frame(e, path)), kind="data")
         after = _class_attrs(cls)
         changed = sorted(n for n in set(before) | set(after) if before.get(n) is not after.get(n))
-        self.reach.note("Autotuner", before, after)
+        self.reach.note("Autotuner", before, after, source=path)
         with open(path, "rb") as f:
             sha256 = hashlib.sha256(f.read()).hexdigest()
         out = {"file": path, "sha256": sha256,
@@ -280,7 +280,7 @@ class Setup:
                 # copies of stock functions are not (reach.py).
                 fresh = _class_attrs(now)
                 n = len(self.reach.replaced)
-                self.reach.note("Autotuner", before, fresh)
+                self.reach.note("Autotuner", before, fresh, source=path)
                 for r in self.reach.replaced[n:]:
                     out["changed"].append("its %s -> %s" % (
                         r.name.split(".", 1)[1], _describe(fresh[r.name.split(".", 1)[1]])))

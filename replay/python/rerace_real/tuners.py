@@ -179,8 +179,7 @@ _SLOTS = (types.MemberDescriptorType, types.GetSetDescriptorType)
 
 def _code_attributes(cls):
     """The names a data descriptor of `cls` (a property, say) serves: reading or writing one
-    runs its code (a patch's thread-local ``nargs``) instead of touching the instance's data, so
-    it is not itself a shared object; what that code reads and writes of the tuner is."""
+    runs its code instead of touching the instance's own data (candidates for _per_thread)."""
     names = set()
     for klass in reversed(cls.__mro__):
         for name, attr in vars(klass).items():
@@ -192,10 +191,58 @@ def _code_attributes(cls):
     return frozenset(names)
 
 
+def _per_thread(tuner, name):
+    """Whether the data descriptor serving `tuner.name` keeps a value per thread (a patch's
+    thread-local ``nargs``): a probe value set through it here, read back through it from
+    another thread, must not come back; then the old value is put back. A descriptor that
+    refuses the probe, or whose storage is shared (the instance's ``__dict__``, a global, a
+    class attribute), is not: its name stays a shared object. Set-up only (no run is live)."""
+    import threading
+    cls = type(tuner)
+    desc = inspect.getattr_static(cls, name)
+    missing = object()
+    try:
+        old = desc.__get__(tuner, cls)
+    except Exception:  # noqa: BLE001 - nothing set for this thread yet
+        old = missing
+    probe = {"rerace per-thread probe": name}
+    own = dict(vars(tuner))  # put back after (storage in the instance's __dict__)
+    try:
+        desc.__set__(tuner, probe)
+    except Exception:  # noqa: BLE001 - read-only, or refuses the value: watched as data
+        vars(tuner).clear()
+        vars(tuner).update(own)
+        return False
+    seen = []
+
+    def other():
+        try:
+            seen.append(desc.__get__(tuner, cls))
+        except Exception as e:  # noqa: BLE001 - nothing there for that thread: per thread
+            seen.append(e)
+
+    t = threading.Thread(target=other, name="rerace-probe")
+    t.start()
+    t.join()
+    try:
+        if old is not missing:
+            desc.__set__(tuner, old)
+        elif hasattr(desc, "__delete__"):
+            desc.__delete__(tuner)
+    except Exception:  # noqa: BLE001
+        pass
+    vars(tuner).clear()
+    vars(tuner).update(own)
+    v = seen[0] if seen else probe
+    return not (v is probe or (type(v) in (dict, TrackedDict) and v == probe))
+
+
 def track(tuner, name):
     """Watches `tuner` from now on; `name` names its shared objects in reports: the fields in
-    FIELDS and every attribute written from now on, but those its class serves by code."""
-    code = _code_attributes(type(tuner))
+    FIELDS and every attribute written from now on, but those its class serves by code that
+    keeps a value per thread (_per_thread: a tls fix's property), which no two threads share;
+    what that code touches of the tuner is reported as usual."""
+    code = frozenset(n for n in _code_attributes(type(tuner)) if _per_thread(tuner, n))
     object.__setattr__(tuner, "_rr_name", name)
     object.__setattr__(tuner, "_rr_code", code)
     object.__setattr__(tuner, "_rr_watched", set(FIELDS - code))
