@@ -37,6 +37,15 @@
 // A watchdog: no message for `ReplayOptions::watchdog_ms` ends the run as a hang (EngineError,
 // exit 65) naming where each Python thread is (faulthandler's stacks, on a pipe of their own).
 //
+// CPU: the controller (the OS thread that starts the engine) and the Python process take turns,
+// never run at once: a point is a write, a wait for the other side, a read. On two CPUs each
+// turn is a wake-up across CPUs; so, as rr binds itself and its tracee, Start binds the calling
+// thread to one CPU and the Python process inherits it, and the destructor gives the thread its
+// former CPUs back. The CPU is the n-th allowed one for the n-th engine started (fuzz --jobs
+// spreads its jobs). RERACE_ENGINE_CPU=off leaves the CPUs alone; RERACE_ENGINE_CPU=<n> binds
+// to CPU n (one that this process may run on, else a one-line error, exit 78). Nothing printed
+// depends on it (docs/PERFORMANCE.md has the figures).
+//
 // Threads: used from the scheduler's OS thread only. NB: the engine gets SIGKILL when the OS
 // thread that started it ends (PR_SET_PDEATHSIG follows the thread, not the process): start it
 // from the thread that keeps the Replayer (the campaign's workers each own theirs).
@@ -86,6 +95,16 @@ class PythonProcess {
   // how the leader ended ("" when it had already been reaped).
   std::string EndGroup(int wait_ms);
 
+  // The controller thread bound to one CPU for this engine's life, or none (docs above).
+  struct CpuBinding {
+    pid_t tid = 0;             // the bound thread (0: nothing bound)
+    std::vector<unsigned char> before;  // its former CPU mask (a cpu_set_t's bytes)
+  };
+  // Binds the calling thread as RERACE_ENGINE_CPU says; an error for a bad value.
+  [[nodiscard]] static Result<CpuBinding> BindCpu();
+  static void Unbind(CpuBinding& b);
+
+  CpuBinding cpu_;
   pid_t pid_ = -1;  // the Python process, leader of its own process group
   int to_ = -1;
   int from_ = -1;

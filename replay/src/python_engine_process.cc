@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
@@ -13,6 +14,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
@@ -293,6 +295,15 @@ Result<std::unique_ptr<PythonProcess>> PythonProcess::Start(const Program& p,
     return Error{fmt::format("--python-exe {}: no such program{}", exe,
                              exe.find('/') == std::string::npos ? " on PATH" : ""),
                  kExitConfig};
+  auto bound = BindCpu();
+  if (!bound) return bound.error();
+  // Until the process object owns it (below): the thread's CPUs back on every way out.
+  struct Unbinder {
+    CpuBinding* b;
+    ~Unbinder() {
+      if (b != nullptr) Unbind(*b);
+    }
+  } unbinder{&*bound};
   signal(SIGPIPE, SIG_IGN);  // a dead engine is an error message, not a killed rerace
   int in[2], out[2], dump[2];
   if (pipe2(in, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0 || pipe2(dump, O_CLOEXEC) != 0)
@@ -333,6 +344,8 @@ Result<std::unique_ptr<PythonProcess>> PythonProcess::Start(const Program& p,
   close(out[1]);
   close(dump[1]);
   std::unique_ptr<PythonProcess> py(new PythonProcess());
+  py->cpu_ = std::move(*bound);
+  unbinder.b = nullptr;
   py->pid_ = pid;
   py->to_ = in[1];
   py->from_ = out[0];
@@ -390,6 +403,64 @@ Result<std::unique_ptr<PythonProcess>> PythonProcess::Start(const Program& p,
   }
 }
 
+Result<PythonProcess::CpuBinding> PythonProcess::BindCpu() {
+  CpuBinding b;
+  const char* env = std::getenv("RERACE_ENGINE_CPU");
+  const std::string want = env != nullptr ? env : "";
+  if (want == "off") return b;
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  if (sched_getaffinity(0, sizeof allowed, &allowed) != 0) {
+    if (want.empty()) return b;  // cannot tell which CPUs: left alone
+    return Error{fmt::format("RERACE_ENGINE_CPU={}: cannot read this thread's CPUs: {}", want,
+                             std::strerror(errno)),
+                 kExitConfig};
+  }
+  std::vector<size_t> cpus;
+  for (size_t c = 0; c < CPU_SETSIZE; ++c)
+    if (CPU_ISSET(c, &allowed)) cpus.push_back(c);
+  size_t cpu = CPU_SETSIZE;  // none yet
+  if (!want.empty()) {
+    char* end = nullptr;
+    errno = 0;
+    const long n = std::strtol(want.c_str(), &end, 10);
+    if (errno == 0 && end != want.c_str() && *end == '\0' && n >= 0 && n < CPU_SETSIZE &&
+        CPU_ISSET(static_cast<size_t>(n), &allowed))
+      cpu = static_cast<size_t>(n);
+    if (cpu == CPU_SETSIZE)
+      return Error{fmt::format("RERACE_ENGINE_CPU={}: neither 'off' nor a CPU this process may run "
+                               "on ({})",
+                               want, fmt::join(cpus, ",")),
+                   kExitConfig};
+  } else {
+    if (cpus.size() < 2) return b;  // one CPU already
+    static std::atomic<unsigned> started{0};
+    cpu = cpus[started.fetch_add(1, std::memory_order_relaxed) % cpus.size()];
+  }
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(cpu, &one);
+  if (sched_setaffinity(0, sizeof one, &one) != 0) {
+    if (want.empty()) return b;  // not allowed here (a container's policy): left alone
+    return Error{fmt::format("RERACE_ENGINE_CPU={}: cannot bind to CPU {}: {}", want, cpu,
+                             std::strerror(errno)),
+                 kExitConfig};
+  }
+  b.tid = gettid();
+  const auto* bytes = reinterpret_cast<const unsigned char*>(&allowed);
+  b.before.assign(bytes, bytes + sizeof allowed);
+  return b;
+}
+
+void PythonProcess::Unbind(CpuBinding& b) {
+  if (b.tid == 0) return;
+  cpu_set_t before;
+  std::memcpy(&before, b.before.data(), std::min(sizeof before, b.before.size()));
+  // The thread may have ended (ESRCH): nothing to give back then.
+  [[maybe_unused]] const int r = sched_setaffinity(b.tid, sizeof before, &before);
+  b.tid = 0;
+}
+
 PythonProcess::~PythonProcess() {
   if (to_ >= 0) {
     static const char kQuit[] = "quit\n";
@@ -400,6 +471,7 @@ PythonProcess::~PythonProcess() {
   EndGroup(kQuitWaitMs);
   if (from_ >= 0) close(from_);
   if (dump_ >= 0) close(dump_);
+  Unbind(cpu_);
 }
 
 std::string PythonProcess::EndGroup(int wait_ms) {

@@ -7,6 +7,7 @@
 // Needs the environments of tools/scripts/python-envs.sh (made by `make test`); a test whose
 // environment is missing skips and says which.
 #include <gtest/gtest.h>
+#include <sched.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -446,6 +447,57 @@ TEST(PythonEngine, MonitoringTracerGivesTheSettraceTracersReports) {
       }
     }
     EXPECT_EQ(reports[0], reports[1]) << name;
+  }
+}
+
+int AllowedCpus() {
+  cpu_set_t s;
+  CPU_ZERO(&s);
+  if (sched_getaffinity(0, sizeof s, &s) != 0) return -1;
+  return CPU_COUNT(&s);
+}
+
+// The controller and its Python process are bound to one CPU while the engine lives (they take
+// turns: python_engine.h), and the thread gets its CPUs back after. Nothing printed depends on
+// it: the same reports, seed for seed, bound and with RERACE_ENGINE_CPU=off. A value that is
+// not a CPU of this process is a one-line error with exit 78.
+TEST(PythonEngine, BindingToOneCpuChangesNoReport) {
+  Env e = UseEnv("venv312");
+  if (!e.skip.empty()) GTEST_SKIP() << e.skip;
+  const Program p = testing::LoadSample("triton-none-h200.rrt");
+  const int before = AllowedCpus();
+  std::string reports[2];
+  for (int off = 0; off < 2; ++off) {
+    if (off) setenv("RERACE_ENGINE_CPU", "off", 1);
+    {
+      ReplayOptions o = PyOptions(e, "lock-run");
+      Replayer rep(p, o);
+      auto info = rep.StartEngine();
+      ASSERT_TRUE(info.ok()) << info.error().message;
+      if (before >= 2) {
+        EXPECT_EQ(AllowedCpus(), off ? before : 1);
+      }
+      for (uint64_t seed = 1; seed <= 3; ++seed) {
+        sim::RandomWalk w(seed);
+        const ReplayResult r = rep.Run(w);
+        reports[off] += FormatReport(r, p, "") + r.run.schedule.Encode() + "\n";
+      }
+    }
+    unsetenv("RERACE_ENGINE_CPU");
+    EXPECT_EQ(AllowedCpus(), before) << "the thread's CPUs are given back";
+  }
+  EXPECT_EQ(reports[0], reports[1]);
+  for (const char* bad : {"x", "-1", "100000", "0x"}) {
+    setenv("RERACE_ENGINE_CPU", bad, 1);
+    Replayer rep(p, PyOptions(e));
+    auto info = rep.StartEngine();
+    unsetenv("RERACE_ENGINE_CPU");
+    ASSERT_FALSE(info.ok()) << bad;
+    EXPECT_EQ(info.error().exit_code, kExitConfig) << bad;
+    EXPECT_NE(info.error().message.find(std::string("RERACE_ENGINE_CPU=") + bad), std::string::npos)
+        << info.error().message;
+    EXPECT_EQ(info.error().message.find('\n'), std::string::npos) << info.error().message;
+    EXPECT_EQ(AllowedCpus(), before);
   }
 }
 
