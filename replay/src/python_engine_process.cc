@@ -22,6 +22,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <mutex>
+#include <optional>
 #include <sstream>
 #include <string_view>
 
@@ -408,14 +409,22 @@ Result<PythonProcess::CpuBinding> PythonProcess::BindCpu() {
   const char* env = std::getenv("RERACE_ENGINE_CPU");
   const std::string want = env != nullptr ? env : "";
   if (want == "off") return b;
-  cpu_set_t allowed;
-  CPU_ZERO(&allowed);
-  if (sched_getaffinity(0, sizeof allowed, &allowed) != 0) {
+  cpu_set_t before;
+  CPU_ZERO(&before);
+  // The CPUs to choose from: the process's, as the first engine found them (a thread started
+  // by a bound one, a fuzz job's, inherits that one CPU: it must not be all it can choose).
+  static const std::optional<cpu_set_t> process_cpus = [] {
+    cpu_set_t s;
+    CPU_ZERO(&s);
+    return sched_getaffinity(0, sizeof s, &s) == 0 ? std::optional<cpu_set_t>(s) : std::nullopt;
+  }();
+  if (!process_cpus || sched_getaffinity(0, sizeof before, &before) != 0) {
     if (want.empty()) return b;  // cannot tell which CPUs: left alone
     return Error{fmt::format("RERACE_ENGINE_CPU={}: cannot read this thread's CPUs: {}", want,
                              std::strerror(errno)),
                  kExitConfig};
   }
+  const cpu_set_t& allowed = *process_cpus;
   std::vector<size_t> cpus;
   for (size_t c = 0; c < CPU_SETSIZE; ++c)
     if (CPU_ISSET(c, &allowed)) cpus.push_back(c);
@@ -447,7 +456,7 @@ Result<PythonProcess::CpuBinding> PythonProcess::BindCpu() {
                  kExitConfig};
   }
   b.tid = gettid();
-  const auto* bytes = reinterpret_cast<const unsigned char*>(&allowed);
+  const auto* bytes = reinterpret_cast<const unsigned char*>(&before);
   b.before.assign(bytes, bytes + sizeof allowed);
   return b;
 }

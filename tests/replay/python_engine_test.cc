@@ -15,6 +15,7 @@
 #include <ostream>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "rerace/replay/campaign.h"
@@ -487,6 +488,23 @@ TEST(PythonEngine, BindingToOneCpuChangesNoReport) {
     EXPECT_EQ(AllowedCpus(), before) << "the thread's CPUs are given back";
   }
   EXPECT_EQ(reports[0], reports[1]);
+  if (before >= 2) {
+    // A second engine, started by a thread that the first one's thread started (as fuzz --jobs
+    // starts its jobs), runs on another CPU, though that thread inherited the first one's.
+    Replayer first(p, PyOptions(e));
+    ASSERT_TRUE(first.StartEngine().ok());
+    const int cpu = sched_getcpu();
+    int second_cpus = 0, second_cpu = -1;
+    std::thread job([&] {
+      Replayer second(p, PyOptions(e));
+      if (!second.StartEngine().ok()) return;
+      second_cpus = AllowedCpus();
+      second_cpu = sched_getcpu();
+    });
+    job.join();
+    EXPECT_EQ(second_cpus, 1);
+    EXPECT_NE(second_cpu, cpu);
+  }
   for (const char* bad : {"x", "-1", "100000", "0x"}) {
     setenv("RERACE_ENGINE_CPU", bad, 1);
     Replayer rep(p, PyOptions(e));
