@@ -5,7 +5,8 @@
 #   build/py/venv            a venv of python3 with Triton 3.6.0: the Python the tests run
 #   build/py/venv312         a venv of CPython 3.12 (pyenv's, when present) with Triton 3.6.0:
 #                            the H200's interpreter version, for the GIL-mode tests
-#                            (both venvs also get `packaging`, which FLA's cache.py imports)
+#                            (both venvs also get `packaging`, which FLA's cache.py imports,
+#                            and `greenlet`, the engine's logical threads on 3.12+)
 #   build/py/triton-<v>      Triton <v> alone (pip --target), put first on PYTHONPATH to replay
 #                            under another release: 3.2.0, 3.4.0, 3.8.0, 3.9.0
 #   build/py/fla-core-<v>    FLA's fla-core <v> alone (pip --target, no dependencies): the source
@@ -29,6 +30,11 @@ venv() {  # venv DIR PYTHON
   "$dir/bin/python" -c 'import packaging.version' 2>/dev/null ||
     pipq "$dir/bin/python" packaging ||
     echo "python-envs: packaging not installed in $dir; FLA's CachedAutotuner is refused there (its tests skip)"
+  # greenlet: on CPython 3.12+ the engine's logical threads are greenlets when it imports (no
+  # kernel in a hand-over; docs/ENGINE.md); without it they are OS threads (same reports).
+  "$dir/bin/python" -c 'import greenlet' 2>/dev/null ||
+    pipq "$dir/bin/python" "greenlet>=3.0" ||
+    echo "python-envs: greenlet not installed in $dir; the engine runs OS threads there (its greenlet tests skip)"
 }
 
 venv "$root/venv" "$base"

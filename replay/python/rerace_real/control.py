@@ -33,6 +33,12 @@ and from the set-up process, after a run's child ended:
     q  <message>                           the program ended the child in the middle of the run
                                            (an exit status that is not rerace's: serve.py)
 
+Logical threads are OS threads handing a baton over, or, where the greenlet package imports
+(CPython 3.12+, ``serve.Setup``), greenlets of the child's main thread that switch to each
+other without the kernel (``GREENLET``; ``RERACE_ENGINE_THREADS=os`` keeps OS threads): the
+same points, commands and reports (``logical.py`` gives them their own identity and
+``threading.local``, as OS threads have).
+
 Threads: everything here is called by the logical thread that holds the turn, except
 ``Run.start`` and ``Run.finish`` (the child's main thread, before and after).
 """
@@ -46,6 +52,7 @@ import threading
 R, W, Y = "r", "w", "y"
 
 _local = threading.local()
+GREENLET = None  # the greenlet module when logical threads are greenlets (serve.py sets it)
 _REINSTALL = sys.version_info >= (3, 12)
 _DEBUG = bool(os.environ.get("RERACE_ENGINE_DEBUG"))
 
@@ -57,13 +64,16 @@ def current():
 
 class ThreadState:
     __slots__ = ("tid", "name", "baton", "value", "opportunity", "quiet", "call", "bench", "seen",
-                 "pending_call", "muted", "traced")
+                 "pending_call", "muted", "traced", "glet", "thread")
 
     def __init__(self, tid, name):
         self.tid = tid
         self.name = name
-        self.baton = _thread.allocate_lock()
-        self.baton.acquire()
+        self.glet = None   # its greenlet (GREENLET), else an OS thread waits on its baton
+        self.thread = None  # the threading.Thread it is to the program (logical.py)
+        if GREENLET is None:
+            self.baton = _thread.allocate_lock()
+            self.baton.acquire()
         self.value = 0
         self.opportunity = True  # the first access of a thread is always a point
         self.quiet = 0           # > 0: inside rerace's own code: no points, no opportunities
@@ -195,13 +205,22 @@ class Run:
         nxt = self._command()
         if nxt is me:
             return me.value
+        if GREENLET is not None:
+            _local.ts = nxt
+            nxt.glet.switch()  # back when a thread switches to `me`, having set _local.ts
+            return me.value
         nxt.baton.release()
         me.baton.acquire()
         return me.value
 
     def hand_on(self):
-        """The caller (a finished thread, or the main thread at the start) gives the turn away."""
+        """The caller (a finished thread, or the main thread at the start) gives the turn away.
+        With greenlets it does not come back (the run ends in a logical thread: ``e``)."""
         nxt = self._command()
+        if GREENLET is not None:
+            _local.ts = nxt
+            nxt.glet.switch()
+            return
         nxt.baton.release()
 
     # ---- points ----

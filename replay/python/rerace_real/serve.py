@@ -131,6 +131,7 @@ class Setup:
         self.watched = watched
         sync.set_watched(watched)
         sync.install()
+        self._choose_threads()
         try:
             import triton
             from triton.runtime import autotuner
@@ -180,6 +181,43 @@ class Setup:
                 self.tracer.reach = self.reach
             self.info["gil_tracer"] = "sys.monitoring" if isinstance(
                 self.tracer, control.MonitoringTracer) else "sys.settrace"
+            if control.GREENLET is not None and self.info["gil_tracer"] != "sys.monitoring":
+                # Every sys.monitoring tool id taken (by a patch): OS threads, with the thread
+                # identity logical.py gave them (the same answers as greenlets get).
+                control.GREENLET = None
+                self.info["threads"] = "os"
+
+    def _choose_threads(self):
+        """Logical threads as greenlets (control.GREENLET) where they can be: CPython 3.12+,
+        the greenlet package importable, and in GIL mode the sys.monitoring tracer (the
+        settrace one keeps per-thread frame state). RERACE_ENGINE_THREADS=os keeps OS threads;
+        =greenlet makes a missing greenlet an error. Before Triton and the patches import:
+        thread identity and threading.local follow the logical thread (logical.py)."""
+        want = os.environ.get("RERACE_ENGINE_THREADS", "")
+        if want not in ("", "os", "greenlet"):
+            raise SetupError("RERACE_ENGINE_THREADS=%s: neither os nor greenlet" % want, kind="usage")
+        self.info["threads"] = "os"
+        if want == "os":
+            return
+        why = None
+        if sys.version_info < (3, 12):
+            why = "CPython %d.%d (greenlets need 3.12+ here)" % sys.version_info[:2]
+        elif not self.free_threaded and os.environ.get("RERACE_GIL_TRACER") == "settrace":
+            why = "RERACE_GIL_TRACER=settrace"
+        else:
+            try:
+                import greenlet
+            except ImportError as e:
+                why = "no greenlet module (%s)" % e
+        if why is not None:
+            if want == "greenlet":
+                raise SetupError("RERACE_ENGINE_THREADS=greenlet: %s with %s" % (
+                    why, sys.executable), kind="env")
+            return
+        from . import logical
+        logical.install()
+        control.GREENLET = greenlet
+        self.info["threads"] = "greenlet"
 
     def _recorded_patches(self):
         """(what, module, qualname, where) of each part the recording says was patched."""
@@ -495,10 +533,7 @@ def _replay_call(setup, run, ts, call_index):
         tuner[(1,)](*values)
         return None
     except BaseException as e:  # noqa: BLE001 - the program's exception, reported
-        if run.tracer is not None:
-            run.tracer.thread_stop(ts)
-        else:
-            sys.setprofile(None)
+        _untrace(run, ts)
         f = _classify(e, ts, run)
         if f["code"] == "internal":
             f["words"] += ": " + "".join(traceback.format_exception_only(type(e), e)).strip()
@@ -510,20 +545,42 @@ def _replay_call(setup, run, ts, call_index):
 
 
 def _reach_profile(setup):
-    """Patch reach's profile function for a replaying thread, or None (nothing replaced)."""
+    """Patch reach's profile function for a replaying thread, or None (nothing replaced).
+    With greenlets one profile serves every logical thread of the OS thread: it skips a
+    thread whose events have stopped (_untrace)."""
     if not setup.reach.replaced:
         return None
     check = setup.reach.profile
+    if control.GREENLET is not None:
+        local = control._local
+
+        def profile(frame, event, arg):
+            ts = getattr(local, "ts", None)
+            if ts is not None and ts.traced:
+                check(frame, event)
+        return profile
     return lambda frame, event, arg: check(frame, event)
+
+
+def _untrace(run, ts):
+    """The thread's tracer and profile events stop (its task ended, or is ending by an
+    exception)."""
+    if run.tracer is not None:
+        run.tracer.thread_stop(ts)
+    elif control.GREENLET is not None:
+        ts.traced = False  # the profile is the OS thread's, shared (_reach_profile)
+    else:
+        sys.setprofile(None)
 
 
 def _worker(setup, run, tracer, ts, ops):
     control._local.ts = ts
     if tracer is not None:
         tracer.thread_start(_reach_profile(setup))
-    else:
+    elif control.GREENLET is None:
         sys.setprofile(_reach_profile(setup))
-    ts.baton.acquire()
+    if control.GREENLET is None:
+        ts.baton.acquire()
     try:
         for op in ops:
             kind = op[0]
@@ -539,10 +596,7 @@ def _worker(setup, run, tracer, ts, ops):
                 run.opportunity()
     except BaseException as e:  # noqa: BLE001
         run.internal("thread %d: %s" % (ts.tid, "".join(traceback.format_exception(type(e), e, e.__traceback__))))
-    if tracer is not None:
-        tracer.thread_stop(ts)
-    else:
-        sys.setprofile(None)
+    _untrace(run, ts)
     run.send("x")
     run.hand_on()
 
@@ -588,6 +642,18 @@ def _child(setup, rfd, wfd, leftover=b""):
     for t, th in enumerate(setup.program["threads"]):
         states.append(control.ThreadState(t, th["name"]))
     run.threads = states
+    if control.GREENLET is not None:
+        if tracer is None:
+            sys.setprofile(_reach_profile(setup))
+        main = control.GREENLET.getcurrent()
+        for t, th in enumerate(setup.program["threads"]):
+            states[t].glet = control.GREENLET.greenlet(
+                lambda ts=states[t], ops=th["ops"]: _worker(setup, run, tracer, ts, ops),
+                parent=main)
+        run.hand_on()
+        # A logical thread hands the turn on when it ends, and the run ends in one (e): never
+        # back here.
+        run.internal("a logical thread ended without handing the turn on")
     workers = []
     for t, th in enumerate(setup.program["threads"]):
         w = threading.Thread(target=_worker, args=(setup, run, tracer, states[t], th["ops"]),

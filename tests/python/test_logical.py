@@ -1,0 +1,145 @@
+"""Thread identity for logical threads that are greenlets (replay/python/rerace_real/logical.py):
+``local`` keeps one dict per logical thread and per OS thread, runs a subclass's ``__init__``
+once per thread, and looks attributes up as ``object`` does; ``get_ident`` and
+``current_thread`` answer for the logical thread running. Tested without installing them in
+``threading`` (the engine does that in its own process) and without greenlets: the logical
+thread running is the one ``control._local.ts`` names, as the engine sets it at each switch."""
+
+import os
+import sys
+import threading
+import unittest
+
+ENGINE_DIR = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "replay", "python"))
+sys.path.insert(0, ENGINE_DIR)
+from rerace_real import control, logical  # noqa: E402
+
+
+class Logical:
+    """Stands for a logical thread's control.ThreadState (what logical.py reads of it)."""
+
+    def __init__(self, tid, name):
+        self.tid = tid
+        self.name = name
+        self.thread = None
+
+
+class LogicalTest(unittest.TestCase):
+    def setUp(self):
+        self.a = Logical(0, "worker-a")
+        self.b = Logical(1, "worker-b")
+        control._local.ts = None
+
+    def tearDown(self):
+        control._local.ts = None
+
+    def run_as(self, ts, fn):
+        control._local.ts = ts
+        try:
+            return fn()
+        finally:
+            control._local.ts = None
+
+    def test_each_logical_thread_has_its_own_dict(self):
+        loc = logical.local()
+        self.run_as(self.a, lambda: setattr(loc, "x", 1))
+        self.assertFalse(self.run_as(self.b, lambda: hasattr(loc, "x")))
+        self.run_as(self.b, lambda: setattr(loc, "x", 2))
+        self.assertEqual(self.run_as(self.a, lambda: loc.x), 1)
+        self.assertEqual(self.run_as(self.b, lambda: loc.x), 2)
+        self.assertFalse(hasattr(loc, "x"))  # the OS thread's own (no logical thread running)
+        self.run_as(self.a, lambda: delattr(loc, "x"))
+        self.assertFalse(self.run_as(self.a, lambda: hasattr(loc, "x")))
+        self.assertEqual(self.run_as(self.b, lambda: loc.x), 2)
+        with self.assertRaises(AttributeError):
+            self.run_as(self.a, lambda: delattr(loc, "x"))
+        self.assertEqual(self.run_as(self.b, lambda: loc.__dict__), {"x": 2})
+        with self.assertRaises(AttributeError):
+            loc.__dict__ = {}
+
+    def test_init_runs_once_per_thread_with_the_creation_arguments(self):
+        calls = []
+
+        class State(logical.local):
+            def __init__(self, start):
+                calls.append((getattr(control._local, "ts", None), start))
+                self.count = start
+
+        s = self.run_as(self.a, lambda: State(5))  # made in a: a's dict is filled at once
+        self.assertEqual(calls, [(self.a, 5)])
+        self.run_as(self.a, lambda: setattr(s, "count", s.count + 1))
+        self.assertEqual(self.run_as(self.b, lambda: s.count), 5)
+        self.assertEqual(calls, [(self.a, 5), (self.b, 5)])
+        self.assertEqual(self.run_as(self.a, lambda: s.count), 6)
+        self.assertEqual(self.run_as(self.b, lambda: s.count), 5)
+        self.assertEqual(len(calls), 2)
+        with self.assertRaises(TypeError):
+            logical.local(1)
+
+    def test_attributes_are_looked_up_as_object_does(self):
+        class State(logical.local):
+            default = "class"
+
+            @property
+            def doubled(self):
+                return self.value * 2
+
+            @property
+            def guarded(self):
+                return self.__dict__.get("_guarded", "unset")
+
+            @guarded.setter
+            def guarded(self, v):
+                self.__dict__["_guarded"] = v
+
+            def __getattr__(self, name):
+                return "missing " + name
+
+            def read(self):
+                return self.value
+
+        s = State()
+        self.run_as(self.a, lambda: setattr(s, "value", 3))
+        self.run_as(self.b, lambda: setattr(s, "value", 4))
+        self.assertEqual(self.run_as(self.a, lambda: s.doubled), 6)
+        self.assertEqual(self.run_as(self.b, lambda: s.doubled), 8)
+        self.assertEqual(self.run_as(self.b, lambda: s.read()), 4)
+        self.assertEqual(self.run_as(self.a, lambda: s.default), "class")
+        self.run_as(self.a, lambda: setattr(s, "default", "mine"))
+        self.assertEqual(self.run_as(self.a, lambda: s.default), "mine")
+        self.assertEqual(self.run_as(self.b, lambda: s.default), "class")
+        self.run_as(self.a, lambda: setattr(s, "guarded", "a's"))  # a data descriptor's setter
+        self.assertEqual(self.run_as(self.a, lambda: s.guarded), "a's")
+        self.assertEqual(self.run_as(self.b, lambda: s.guarded), "unset")
+        self.assertEqual(self.run_as(self.a, lambda: s.nothing), "missing nothing")
+        with self.assertRaises(AttributeError):
+            self.run_as(self.a, lambda: logical.local().nothing)
+
+    def test_os_threads_and_the_prewarm_keep_real_per_thread_storage(self):
+        loc = logical.local()
+        loc.x = "main"
+        seen = []
+        t = threading.Thread(target=lambda: seen.append(getattr(loc, "x", None)))
+        t.start()
+        t.join()
+        self.assertEqual(seen, [None])
+        prewarm = Logical(-1, "prewarm")  # the serial prewarm runs as the child's main thread
+        self.assertEqual(self.run_as(prewarm, lambda: loc.x), "main")
+
+    def test_identity_follows_the_logical_thread(self):
+        real = threading.get_ident()
+        self.assertEqual(logical.get_ident(), real)
+        self.assertIs(logical.current_thread(), threading.main_thread())
+        ia = self.run_as(self.a, logical.get_ident)
+        ib = self.run_as(self.b, logical.get_ident)
+        self.assertNotEqual(ia, ib)
+        self.assertNotEqual(ia, real)
+        ta = self.run_as(self.a, logical.current_thread)
+        self.assertIs(self.run_as(self.a, logical.current_thread), ta)
+        self.assertEqual(ta.name, "worker-a")
+        self.assertEqual(ta.ident, ia)
+        self.assertIsNot(self.run_as(self.b, logical.current_thread), ta)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,150 @@
+// Issue 26: the real-code engine's logical threads as greenlets (the default where the greenlet
+// package imports, CPython 3.12+: no kernel in a hand-over) against OS threads handing a baton
+// over (RERACE_ENGINE_THREADS=os, the engine as it was): the same report and schedule, seed for
+// seed, on every bundled Triton recording, with shipped fixes (their thread-local storage and
+// controlled locks and events), in both interpreter modes; and user patches that keep their
+// state by thread identity (threading.get_ident, a threading.local subclass with an __init__,
+// threading.current_thread) hold with both, as they do only if each logical thread is a thread
+// of its own to the program (replay/python/rerace_real/logical.py).
+//
+// Needs build/py/venv312 with greenlet (tools/scripts/python-envs.sh); skips and says so without.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "rerace/replay/fix.h"
+#include "rerace/replay/program.h"
+#include "rerace/replay/replay.h"
+#include "rerace/sim/strategy.h"
+#include "samples.h"
+
+#ifndef RERACE_PY_ROOT
+#define RERACE_PY_ROOT ""
+#endif
+
+namespace rerace::replay {
+namespace {
+
+std::string Venv312() { return std::string(RERACE_PY_ROOT) + "/venv312/bin/python"; }
+
+std::vector<std::string> TritonSampleNames() {
+  std::vector<std::string> out;
+  const std::filesystem::path dir = std::filesystem::path(testing::SamplePath("")).parent_path();
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec))
+    if (e.path().extension() == ".rrt" && e.path().filename().string().rfind("triton-", 0) == 0)
+      out.push_back(e.path().filename().string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+struct Reports {
+  std::string text;     // every run's report and schedule
+  std::string threads;  // what the engine said its logical threads are
+  std::string error;    // the engine did not start
+};
+
+// `seeds` random-walk runs of `p` with `fix` (and `patch`) in `mode`, logical threads `threads`.
+Reports RunWith(const Program& p, const std::string& fix, const std::string& patch,
+                const std::string& mode, const std::string& threads, uint64_t seeds) {
+  Reports out;
+  ReplayOptions o;
+  o.engine = "python";
+  o.python_exe = Venv312();
+  o.python_mode = mode;
+  if (!UsePythonFix(fix, o).ok()) {
+    out.error = "no fix " + fix;
+    return out;
+  }
+  if (!patch.empty()) o.patches = {patch};
+  setenv("RERACE_ENGINE_THREADS", threads.c_str(), 1);
+  Replayer rep(p, o);
+  auto info = rep.StartEngine();
+  unsetenv("RERACE_ENGINE_THREADS");
+  if (!info.ok()) {
+    out.error = info.error().message;
+    return out;
+  }
+  out.threads = info->find("\"threads\": \"greenlet\"") != std::string::npos ? "greenlet" : "os";
+  for (uint64_t seed = 1; seed <= seeds; ++seed) {
+    sim::RandomWalk w(seed);
+    const ReplayResult r = rep.Run(w);
+    out.text += FormatReport(r, p, "") + r.run.schedule.Encode() + "\n";
+  }
+  return out;
+}
+
+// Skips unless the engine runs greenlets here.
+std::string GreenletsSkip() {
+  if (std::string(RERACE_PY_ROOT).empty() || access(Venv312().c_str(), X_OK) != 0)
+    return Venv312() + " is missing (tools/scripts/python-envs.sh makes it)";
+  unsetenv("PYTHONPATH");
+  const Program p = testing::LoadSample("triton-none-h200.rrt");
+  const Reports r = RunWith(p, "none", "", "gil", "greenlet", 0);
+  if (!r.error.empty()) return "no greenlets here: " + r.error;
+  return "";
+}
+
+class EngineThreads : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(EngineThreads, GreenletsGiveTheOsThreadsReports) {
+  if (const std::string skip = GreenletsSkip(); !skip.empty()) GTEST_SKIP() << skip;
+  const std::string name = GetParam();
+  const Program p = testing::LoadSample(name);
+  std::vector<std::string> fixes = {"none"};
+  if (PatchedParts(p).empty()) {
+    fixes = {"none", "tls-state", "lock-key-event"};
+    if (name == "triton-none-h200.rrt") fixes = {"none", "lock-run", "tls-nargs", "tls-state",
+                                                  "lock-key-event", "prewarm"};
+  }
+  for (const std::string& fix : fixes) {
+    for (const char* mode : {"gil", "free-threaded"}) {
+      SCOPED_TRACE(name + " " + fix + " " + mode);
+      const Reports os = RunWith(p, fix, "", mode, "os", 2);
+      const Reports gl = RunWith(p, fix, "", mode, "greenlet", 2);
+      ASSERT_EQ(os.error, gl.error);
+      if (!os.error.empty()) continue;
+      EXPECT_EQ(os.threads, "os");
+      EXPECT_EQ(gl.threads, "greenlet");
+      EXPECT_EQ(os.text, gl.text);
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Samples, EngineThreads, ::testing::ValuesIn(TritonSampleNames()),
+                         [](const ::testing::TestParamInfo<std::string>& i) {
+                           std::string n = i.param.substr(0, i.param.size() - 4);
+                           std::replace(n.begin(), n.end(), '-', '_');
+                           return n;
+                         });
+
+// State kept by thread identity: these patches are tls-state written two other ways, so they
+// hold (no finding in any run) exactly when every logical thread is its own thread to the
+// program; and the reports are the same with greenlets and OS threads.
+TEST(EngineThreadsIdentity, PatchesKeyedByThreadHoldWithGreenletsAndOsThreads) {
+  if (const std::string skip = GreenletsSkip(); !skip.empty()) GTEST_SKIP() << skip;
+  const std::string src = std::getenv("RERACE_SOURCE") ? std::getenv("RERACE_SOURCE") : ".";
+  const Program p = testing::LoadSample("triton-none-h200.rrt");
+  for (const char* patch : {"state_by_thread_ident.py", "state_by_local_subclass.py"}) {
+    for (const char* mode : {"gil", "free-threaded"}) {
+      SCOPED_TRACE(std::string(patch) + " " + mode);
+      const std::string path = src + "/tests/data/patches/" + patch;
+      const Reports os = RunWith(p, "none", path, mode, "os", 6);
+      const Reports gl = RunWith(p, "none", path, mode, "greenlet", 6);
+      ASSERT_TRUE(os.error.empty()) << os.error;
+      ASSERT_TRUE(gl.error.empty()) << gl.error;
+      EXPECT_EQ(gl.threads, "greenlet");
+      EXPECT_EQ(os.text, gl.text);
+      EXPECT_EQ(gl.text.find("FAILED"), std::string::npos) << gl.text;
+      EXPECT_EQ(gl.text.find("also:"), std::string::npos) << gl.text;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace rerace::replay
