@@ -1,8 +1,9 @@
 // replay/src/python_engine.h: the real-code engine's C++ side (private to replay).
 //
 // `--engine python` replays through the real tuner code: replay/python/rerace_real runs each
-// recorded thread as a real Python thread in the Triton installed where rerace runs, with the
-// user's patches, one thread at a time. This side keeps rerace's scheduler in charge: each
+// recorded thread as a logical thread (a greenlet on CPython 3.12+ with greenlet installed,
+// else a real Python thread; the same reports either way) in the Triton installed where rerace
+// runs, with the user's patches, one thread at a time. This side keeps rerace's scheduler in charge: each
 // recorded thread is a *proxy fiber* on the ordinary `sim::Scheduler`. When the strategy picks
 // a proxy, it tells its Python thread to go on ("g <thread> <step>"); the Python thread runs to
 // its next scheduling point and says what it will do there: a read or write of a tuner field

@@ -126,13 +126,7 @@ TEST_P(EngineAgainstModel, SameVerdictForEveryFixAndMode) {
       Replayer model(*p, mo);
       const std::string m = Outcome(model);
 
-      ReplayOptions eo;
-      eo.engine = "python";
-      eo.python_exe = python;
-      eo.python_mode = mode;
-      auto u = UsePythonFix(engine_fix, eo);
-      ASSERT_TRUE(u.ok()) << u.error().message;
-      Replayer engine(*p, eo);
+      Replayer engine(*p, testing::EngineOptions(python, mode, engine_fix));
       auto info = engine.StartEngine();
       ASSERT_TRUE(info.ok()) << info.error().message;
       ASSERT_NE(info->find("\"triton\": \"3.6.0\""), std::string::npos) << *info;

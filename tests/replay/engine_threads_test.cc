@@ -53,14 +53,7 @@ struct Reports {
 Reports RunWith(const Program& p, const std::string& fix, const std::string& patch,
                 const std::string& mode, const std::string& threads, uint64_t seeds) {
   Reports out;
-  ReplayOptions o;
-  o.engine = "python";
-  o.python_exe = Venv312();
-  o.python_mode = mode;
-  if (!UsePythonFix(fix, o).ok()) {
-    out.error = "no fix " + fix;
-    return out;
-  }
+  ReplayOptions o = testing::EngineOptions(Venv312(), mode, fix);
   if (!patch.empty()) o.patches = {patch};
   setenv("RERACE_ENGINE_THREADS", threads.c_str(), 1);
   Replayer rep(p, o);

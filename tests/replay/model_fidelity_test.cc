@@ -93,10 +93,7 @@ TEST_P(ModelAgainstRealCode, SameKindsOfOutcomeOnTheH200Recording) {
   Replayer model(p, mo);
   const Outcome m = Over(model, kSeeds);
 
-  ReplayOptions eo;
-  eo.engine = "python";
-  eo.python_exe = python;
-  Replayer engine(p, eo);
+  Replayer engine(p, testing::EngineOptions(python, ""));
   auto info = engine.StartEngine();
   ASSERT_TRUE(info.ok()) << info.error().message;
   ASSERT_NE(info->find(std::string("\"triton\": \"") + pair.triton + "\""), std::string::npos)

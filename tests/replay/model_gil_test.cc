@@ -175,13 +175,7 @@ TEST_P(ReleaseGilAgainstRealCode, PrewarmAndLockKeyEventPerMode) {
   for (const char* fix : {"prewarm", "lock-key-event"}) {
     for (const char* mode : {"gil", "free-threaded"}) {
       SCOPED_TRACE(std::string(rel.model) + " " + fix + " " + mode);
-      ReplayOptions eo;
-      eo.engine = "python";
-      eo.python_exe = python;
-      eo.python_mode = mode;
-      auto u = UsePythonFix(fix, eo);
-      ASSERT_TRUE(u.ok()) << u.error().message;
-      Replayer engine(p, eo);
+      Replayer engine(p, testing::EngineOptions(python, mode, fix));
       auto info = engine.StartEngine();
       ASSERT_TRUE(info.ok()) << info.error().message;
       ASSERT_NE(info->find(std::string("\"triton\": \"") + rel.triton + "\""), std::string::npos)

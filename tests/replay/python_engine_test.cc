@@ -61,11 +61,7 @@ Env UseEnv(const std::string& venv = "venv", const std::string& triton = "") {
 }
 
 ReplayOptions PyOptions(const Env& e, const std::string& fix = "none") {
-  ReplayOptions o;
-  o.engine = "python";
-  o.python_exe = e.python;
-  EXPECT_TRUE(UsePythonFix(fix, o).ok());
-  return o;
+  return testing::EngineOptions(e.python, "", fix);
 }
 
 const Finding* FindCode(const ReplayResult& r, const std::string& code) {

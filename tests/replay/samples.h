@@ -7,6 +7,7 @@
 #include <string>
 
 #include "rerace/replay/program.h"
+#include "rerace/replay/replay.h"
 #include "rerace/traces/reader.h"
 
 namespace rerace::replay::testing {
@@ -26,6 +27,20 @@ inline Program LoadSample(const std::string& name) {
   auto p = BuildProgram(*t, path);
   EXPECT_TRUE(p.ok()) << (p.ok() ? "" : p.error().message);
   return *p;
+}
+
+// Options for the real-code engine (--engine python): `python` runs it, in interpreter mode
+// `mode` ("" keeps the default, auto), with the shipped fix `fix` (its patch file); a test
+// failure for a fix the engine does not ship.
+inline ReplayOptions EngineOptions(const std::string& python, const std::string& mode,
+                                   const std::string& fix = "none") {
+  ReplayOptions o;
+  o.engine = "python";
+  o.python_exe = python;
+  if (!mode.empty()) o.python_mode = mode;
+  auto u = UsePythonFix(fix, o);
+  EXPECT_TRUE(u.ok()) << fix << ": " << (u.ok() ? "" : u.error().message);
+  return o;
 }
 
 }  // namespace rerace::replay::testing

@@ -13,9 +13,9 @@ through the Triton that PYTHON imports, unpatched, in GIL mode:
    less work than an interleaved run);
 3. interleaved in-process: at each point a seeded random choice made in the Python process
    (no pipe, no C++ side), logical threads as OS threads with batons, as the engine runs
-   them; without and with the engine's GIL tracer;
-4. the same with greenlets instead of OS threads, when PYTHON can import greenlet (the
-   engine does not use them: this row is what switching without the kernel would save);
+   them without greenlet (RERACE_ENGINE_THREADS=os); without and with the engine's GIL tracer;
+4. the same with greenlets instead of OS threads, when PYTHON can import greenlet (as the
+   engine runs them by default on CPython 3.12+ with greenlet);
 5. a fork and wait of the set-up process (the engine forks one child per run).
 
 Rows 2-4 ignore locks (a controlled acquire always succeeds): they are the unpatched
@@ -65,7 +65,8 @@ def outer(argv):
             subprocess.run(fuzz + ["--runs", str(runs)], capture_output=True, check=True)
             return time.perf_counter() - t0
         whole = sorted((timed(101) - timed(1)) / 100 for _ in range(3))[1]
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        # Its set-up with OS threads (batons for row 3); row 4 makes greenlets of its own.
+        env = dict(os.environ, RERACE_ENGINE_THREADS="os", PYTHONPATH=os.pathsep.join(
             [os.path.join(ROOT, "replay/python")] + [p for p in [os.environ.get("PYTHONPATH")] if p]))
         out = subprocess.run([a.python, __file__, "--measure", cfg, str(a.runs)], env=env,
                              capture_output=True, text=True)
