@@ -447,6 +447,38 @@ TEST(PythonEngine, MonitoringTracerGivesTheSettraceTracersReports) {
   }
 }
 
+// rerace's own bookkeeping in a logical thread (the JSON of a finding or of a patch-reach
+// report, the name of a lock a patch creates) runs standard-library Python code; the GIL tracer
+// must not take it for the program's: no `gil-warmup encoder.py:192` write in a report's last
+// steps (there were, in most failing runs), and no step of it ordered by DPOR.
+TEST(PythonEngine, ReportsShowNoneOfReracesOwnPythonCode) {
+  Env e = UseEnv("venv312");
+  if (!e.skip.empty()) GTEST_SKIP() << e.skip;
+  const Program p = testing::LoadSample("triton-none-h200.rrt");
+  const std::string src = std::getenv("RERACE_SOURCE") ? std::getenv("RERACE_SOURCE") : ".";
+  for (const char* fix : {"none", "lock-key-event"}) {
+    ReplayOptions o = PyOptions(e, fix);
+    o.python_mode = "gil";
+    if (std::string(fix) == "none") o.patches = {src + "/tests/data/patches/reach_works.py"};
+    Replayer rep(p, o);
+    ASSERT_TRUE(rep.StartEngine().ok());
+    ReplayOptions plain = PyOptions(e);
+    plain.python_mode = "gil";
+    Replayer unpatched(p, plain);
+    ASSERT_TRUE(unpatched.StartEngine().ok());
+    for (uint64_t seed = 1; seed <= 4; ++seed) {
+      for (Replayer* r : {&rep, &unpatched}) {
+        sim::RandomWalk w(seed);
+        const ReplayResult res = r->Run(w);
+        const std::string text = FormatReport(res, p, "");
+        for (const char* own : {"encoder.py", "json/", "posixpath.py", "rerace_real"})
+          EXPECT_EQ(text.find(own), std::string::npos) << fix << " seed " << seed << ": " << own
+                                                       << "\n" << text;
+      }
+    }
+  }
+}
+
 int AllowedCpus() {
   cpu_set_t s;
   CPU_ZERO(&s);

@@ -265,7 +265,8 @@ class Run:
         ts = current()
         f.setdefault("thread", ts.tid if ts else -1)
         self.findings += 1
-        self.post("f", json.dumps(f, sort_keys=True))
+        with Unseen():
+            self.post("f", json.dumps(f, sort_keys=True))
 
     def last_write_of(self, field):
         """' (<field> last written by thread T at step S)' for rerace's words, or ''."""
@@ -320,6 +321,30 @@ class Quiet:
         return False
 
 
+class Unseen:
+    """`with Unseen():` rerace's own bookkeeping inside a logical thread that runs Python code
+    outside rerace_real (the standard library's json encoding a finding or a patch-reach
+    report): no point, no opportunity, no access, and no execution counted, as if the program
+    had not run it (it did not: without this, a report's last steps showed `gil-warmup
+    encoder.py:192` writes of rerace's own JSON, and DPOR ordered them)."""
+
+    __slots__ = ("ts", "traced")
+
+    def __enter__(self):
+        ts = self.ts = getattr(_local, "ts", None)
+        if ts is not None:
+            ts.quiet += 1
+            self.traced = ts.traced
+            ts.traced = False
+
+    def __exit__(self, *exc):
+        ts = self.ts
+        if ts is not None:
+            ts.quiet -= 1
+            ts.traced = self.traced
+        return False
+
+
 # ---- GIL opportunities: where the running interpreter could switch threads ----
 
 _ours = os.path.dirname(os.path.realpath(__file__))
@@ -331,7 +356,7 @@ def _short(filename):
     cut = filename.rfind("site-packages/")
     if cut >= 0:
         return filename[cut + len("site-packages/"):]
-    return os.path.basename(filename)
+    return filename.rpartition("/")[2]  # os.path.basename without a Python call (see Unseen)
 
 
 def is_ours(filename):
@@ -355,7 +380,7 @@ def site_path(path):
             return path[cut + 1:]
         if path.startswith(package):
             return path
-    return os.path.basename(path)
+    return path.rpartition("/")[2]  # os.path.basename without a Python call (see Unseen)
 
 
 def _inline_caches():
@@ -527,8 +552,8 @@ class Tracer:
         if event == "call" or event == "return":
             return  # most events: nothing to do, and nothing to look up
         ts = getattr(_local, "ts", None)
-        if ts is None:
-            return
+        if ts is None or not ts.traced:
+            return  # not a logical thread, or rerace's own bookkeeping (Unseen)
         if event == "c_call":
             ts.pending_call = None
             return
