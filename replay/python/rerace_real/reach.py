@@ -39,12 +39,13 @@ def _where(code):
     return "%s:%d" % (control.site_path(code.co_filename), code.co_firstlineno)
 
 
-def _has_source(cls):
+def _source_file(cls):
+    """The file `cls` was defined in, or "" (a built-in class, or no file to name)."""
     import inspect
     try:
-        return bool(inspect.getsourcefile(cls))
+        return inspect.getsourcefile(cls) or ""
     except (TypeError, OSError):
-        return False
+        return ""
 
 
 def _qualname(code):
@@ -135,10 +136,9 @@ class Reach:
                     "the patch changed)" % (cls.__module__, cls.__qualname__, field)
                 continue
             code = _code(attr)
+            source = _source_file(owner) if code is None else ""
             what = "%s (%s)" % (_qualname(code), _where(code)) if code is not None else \
-                "a plain attribute%s" % (
-                    " (%s)" % control.site_path(inspect.getsourcefile(owner))
-                    if _has_source(owner) else "")
+                "a plain attribute%s" % (" (%s)" % control.site_path(source) if source else "")
             self._hidden[i] = "the replayed tuner's class %s resolves %s to %s.%s, %s" % (
                 cls.__qualname__, field, owner.__qualname__, field, what)
 
