@@ -41,9 +41,9 @@
 // CPU: the controller (the OS thread that starts the engine) and the Python process take turns,
 // never run at once: a point is a write, a wait for the other side, a read. On two CPUs each
 // turn is a wake-up across CPUs; so, as rr binds itself and its tracee, Start binds the calling
-// thread to one CPU and the Python process inherits it, and the destructor gives the thread its
-// former CPUs back. The CPU is the n-th allowed one for the n-th engine started (fuzz --jobs
-// spreads its jobs). RERACE_ENGINE_CPU=off leaves the CPUs alone; RERACE_ENGINE_CPU=<n> binds
+// thread to one CPU and the Python process inherits it, and the destructor (on that thread)
+// gives the thread its former CPUs back. The CPUs are taken in turn, from one that depends on
+// the process id (fuzz --jobs spreads its jobs; two rerace processes seldom share one). RERACE_ENGINE_CPU=off leaves the CPUs alone; RERACE_ENGINE_CPU=<n> binds
 // to CPU n (one that this process may run on, else a one-line error, exit 78). Nothing printed
 // depends on it (docs/PERFORMANCE.md has the figures).
 //

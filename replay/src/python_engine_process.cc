@@ -443,7 +443,9 @@ Result<PythonProcess::CpuBinding> PythonProcess::BindCpu() {
                    kExitConfig};
   } else {
     if (cpus.size() < 2) return b;  // one CPU already
-    static std::atomic<unsigned> started{0};
+    // Round robin from a place of this process's own (its pid), so that two rerace processes
+    // side by side (ctest -j, two fuzz commands) do not both start on the first CPU.
+    static std::atomic<unsigned> started{static_cast<unsigned>(getpid())};
     cpu = cpus[started.fetch_add(1, std::memory_order_relaxed) % cpus.size()];
   }
   cpu_set_t one;
@@ -462,7 +464,8 @@ Result<PythonProcess::CpuBinding> PythonProcess::BindCpu() {
 }
 
 void PythonProcess::Unbind(CpuBinding& b) {
-  if (b.tid == 0) return;
+  // Only from the bound thread: another thread's id may be gone, or reused by now.
+  if (b.tid == 0 || b.tid != gettid()) return;
   cpu_set_t before;
   std::memcpy(&before, b.before.data(), std::min(sizeof before, b.before.size()));
   // The thread may have ended (ESRCH): nothing to give back then.

@@ -22,6 +22,7 @@ class Logical:
         self.tid = tid
         self.name = name
         self.thread = None
+        self.traced = True
 
 
 class LogicalTest(unittest.TestCase):
@@ -129,16 +130,86 @@ class LogicalTest(unittest.TestCase):
     def test_identity_follows_the_logical_thread(self):
         real = threading.get_ident()
         self.assertEqual(logical.get_ident(), real)
-        self.assertIs(logical.current_thread(), threading.main_thread())
         ia = self.run_as(self.a, logical.get_ident)
         ib = self.run_as(self.b, logical.get_ident)
         self.assertNotEqual(ia, ib)
         self.assertNotEqual(ia, real)
-        ta = self.run_as(self.a, logical.current_thread)
-        self.assertIs(self.run_as(self.a, logical.current_thread), ta)
-        self.assertEqual(ta.name, "worker-a")
-        self.assertEqual(ta.ident, ia)
-        self.assertIsNot(self.run_as(self.b, logical.current_thread), ta)
+        self.assertNotEqual(self.run_as(self.a, logical.get_native_id),
+                            self.run_as(self.b, logical.get_native_id))
+        # threading's own current_thread finds a registered logical thread by its ident.
+        logical.register(self.a)
+        try:
+            t = threading._active[ia]
+            self.assertEqual(t.name, "worker-a")
+            self.assertEqual(t.ident, ia)
+            self.assertTrue(t.is_alive())
+            self.assertIn(t, threading.enumerate())
+        finally:
+            logical.unregister(self.a)
+        self.assertNotIn(ia, threading._active)
+        self.assertFalse(t.is_alive())
+
+    def test_get_ident_is_told_to_the_tracer_as_the_c_call_it_stands_for(self):
+        calls = []
+
+        class Tracer:
+            def c_returned(self, ts, code, offset, func, line):
+                calls.append((ts, code.co_name, func))
+
+        class Run:
+            tracer = Tracer()
+
+        saved = control.RUN
+        control.RUN = Run()
+        self.a.traced = True
+
+        def caller():
+            return logical.get_ident()
+        try:
+            self.run_as(self.a, caller)
+            self.a.traced = False  # rerace's own bookkeeping, or the thread's task ended
+            self.run_as(self.a, caller)
+            logical.get_ident()  # not a logical thread: the real call, nothing to tell
+        finally:
+            control.RUN = saved
+        self.assertEqual(calls, [(self.a, "caller", logical._real_get_ident)])
+
+    def test_init_that_raises_runs_again_at_the_next_touch(self):
+        tries = []
+
+        class Flaky(logical.local):
+            def __init__(self):
+                tries.append(1)
+                if len(tries) == 2:
+                    raise ValueError("first time in this thread")
+                self.x = len(tries)
+
+        f = Flaky()
+        with self.assertRaises(ValueError):
+            self.run_as(self.a, lambda: f.x)
+        self.assertEqual(self.run_as(self.a, lambda: f.x), 3)
+
+    def test_getattr_hook_once_errors_and_copies_as_threading_local(self):
+        misses = []
+
+        class Hooked(logical.local):
+            def __getattr__(self, name):
+                misses.append(name)
+                raise AttributeError(name)
+
+        h = Hooked()
+        with self.assertRaises(AttributeError):
+            h.nothing
+        self.assertEqual(misses, ["nothing"])  # once, as Python calls it for _thread._local
+        with self.assertRaises(AttributeError) as e:
+            del logical.local().missing
+        self.assertEqual(str(e.exception), "'local' object has no attribute 'missing'")
+        import copy
+        import pickle
+        with self.assertRaises(TypeError):
+            copy.copy(logical.local())
+        with self.assertRaises(TypeError):
+            pickle.dumps(logical.local())
 
 
 if __name__ == "__main__":

@@ -72,14 +72,15 @@ Reports RunWith(const Program& p, const std::string& fix, const std::string& pat
   return out;
 }
 
-// Skips unless the engine runs greenlets here.
+// Why the engine cannot run greenlets here (no venv312, or no greenlet in it), or "". An
+// engine that has greenlets and fails to start with them is a test failure, not a skip.
 std::string GreenletsSkip() {
   if (std::string(RERACE_PY_ROOT).empty() || access(Venv312().c_str(), X_OK) != 0)
     return Venv312() + " is missing (tools/scripts/python-envs.sh makes it)";
   unsetenv("PYTHONPATH");
-  const Program p = testing::LoadSample("triton-none-h200.rrt");
-  const Reports r = RunWith(p, "none", "", "gil", "greenlet", 0);
-  if (!r.error.empty()) return "no greenlets here: " + r.error;
+  const std::string probe = Venv312() + " -c 'import greenlet' 2>/dev/null";
+  if (std::system(probe.c_str()) != 0)
+    return Venv312() + " cannot import greenlet (tools/scripts/python-envs.sh installs it)";
   return "";
 }
 
@@ -101,7 +102,7 @@ TEST_P(EngineThreads, GreenletsGiveTheOsThreadsReports) {
       const Reports os = RunWith(p, fix, "", mode, "os", 2);
       const Reports gl = RunWith(p, fix, "", mode, "greenlet", 2);
       ASSERT_EQ(os.error, gl.error);
-      if (!os.error.empty()) continue;
+      if (!os.error.empty()) continue;  // the same refusal with both
       EXPECT_EQ(os.threads, "os");
       EXPECT_EQ(gl.threads, "greenlet");
       EXPECT_EQ(os.text, gl.text);
@@ -136,6 +137,26 @@ TEST(EngineThreadsIdentity, PatchesKeyedByThreadHoldWithGreenletsAndOsThreads) {
       EXPECT_EQ(gl.text.find("FAILED"), std::string::npos) << gl.text;
       EXPECT_EQ(gl.text.find("also:"), std::string::npos) << gl.text;
     }
+  }
+}
+
+// Asking for the thread between two accesses (threading.get_ident, a builtin C call with OS
+// threads; threading.current_thread) in watched code: the same steps, so the same reports and
+// schedules, with greenlets as with OS threads (the C call logical.get_ident stands for is told
+// to the GIL tracer at the caller's site).
+TEST(EngineThreadsIdentity, IdentityCallsAreTheSameHandOverPlaces) {
+  if (const std::string skip = GreenletsSkip(); !skip.empty()) GTEST_SKIP() << skip;
+  const std::string src = std::getenv("RERACE_SOURCE") ? std::getenv("RERACE_SOURCE") : ".";
+  const std::string path = src + "/tests/data/patches/identity_between_accesses.py";
+  const Program p = testing::LoadSample("triton-none-h200.rrt");
+  for (const char* mode : {"gil", "free-threaded"}) {
+    SCOPED_TRACE(mode);
+    const Reports os = RunWith(p, "none", path, mode, "os", 4);
+    const Reports gl = RunWith(p, "none", path, mode, "greenlet", 4);
+    ASSERT_TRUE(os.error.empty()) << os.error;
+    ASSERT_TRUE(gl.error.empty()) << gl.error;
+    EXPECT_EQ(gl.threads, "greenlet");
+    EXPECT_EQ(os.text, gl.text);
   }
 }
 

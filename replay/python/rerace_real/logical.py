@@ -8,30 +8,38 @@ imported) puts in their place versions that answer for the logical thread runnin
 (``control.current()``), and the real answer for any other thread (the child's main thread, the
 serial prewarm, a thread the program starts itself, the set-up's probe threads):
 
-* ``get_ident()``: a number per logical thread (the same in every run);
-* ``current_thread()``: a ``threading.Thread`` per logical thread, named as recorded, never
-  started (``Thread(...).name``, ``.ident`` and its ``__dict__`` work);
+* ``threading.get_ident()`` and ``get_native_id()``: a number per logical thread (the same in
+  every run). They stand for builtin C calls: each call is told to the GIL tracer as the C call
+  it replaces, at the caller's site, so that it is the same hand-over place as with OS threads;
+* ``threading.current_thread()`` (not replaced: threading's own function, which looks the
+  ident up in ``threading._active``): ``register`` puts a ``threading.Thread`` per logical
+  thread there, named as recorded, alive until ``unregister``;
 * ``threading.local``: a class whose instances keep one ``__dict__`` per logical thread (and
   per OS thread for the others, in a real ``_thread._local``); a subclass's ``__init__`` runs
-  once in each thread that touches the object, with the arguments it was made with; class
-  attributes, properties and other descriptors are looked up as ``object`` does.
+  once in each thread that touches the object, with the arguments it was made with (again at
+  the next touch if it raised); class attributes, properties and other descriptors are looked
+  up as ``object`` does; it cannot be copied or pickled, as ``_thread._local`` cannot.
 
 NB: C code that asks the interpreter for the thread (``PyThread_get_thread_ident``: a real
-``RLock``'s owner, ``_thread._local`` made before ``install``) sees the one OS thread. The
-primitives a program's own code creates are rerace's (sync.py) and key by logical thread; the
-standard library's own are never held across a scheduling point (sync.py's note).
+``RLock``'s owner, ``_thread._local`` made before ``install``, ``signal.signal``'s main-thread
+check) sees the one OS thread. The primitives a program's own code creates are rerace's
+(sync.py) and key by logical thread; a real ``RLock`` that other code holds across a
+scheduling point is re-entered by another logical thread where an OS thread would wait (the
+standard library's own are never held so: sync.py's note).
 
 Threads: ``install`` once, from the set-up's main thread; the rest from any thread.
 """
 
 import _thread
+import sys
 import threading
 
 from . import control
 
 _IDENT_BASE = 0x7E5E0000  # logical thread t is ident _IDENT_BASE + t (never a pthread's address)
+_NATIVE_BASE = 0x7E5E00   # and native id _NATIVE_BASE + t
 _real_get_ident = _thread.get_ident
-_real_current_thread = threading.current_thread
+_real_get_native_id = getattr(_thread, "get_native_id", None)
 _MISSING = object()
 
 
@@ -42,20 +50,57 @@ def _logical():
     return ts
 
 
+def _as_c_call(ts, func):
+    """Tells the GIL tracer of the builtin `func` called by our caller's caller, as the C call
+    it would have seen with OS threads (this module's own frames are not the program's)."""
+    run = control.RUN
+    tracer = run.tracer if run is not None else None
+    if tracer is None or not ts.traced:
+        return
+    f = sys._getframe(2)
+    code = f.f_code
+    if control.is_ours(code.co_filename):
+        return
+    tracer.c_returned(ts, code, f.f_lasti, func, None)
+
+
 def get_ident():
     ts = _logical()
-    return _real_get_ident() if ts is None else _IDENT_BASE + ts.tid
+    if ts is None:
+        return _real_get_ident()
+    _as_c_call(ts, _real_get_ident)
+    return _IDENT_BASE + ts.tid
 
 
-def current_thread():
+def get_native_id():
     ts = _logical()
     if ts is None:
-        return _real_current_thread()
+        return _real_get_native_id()
+    _as_c_call(ts, _real_get_native_id)
+    return _NATIVE_BASE + ts.tid
+
+
+def register(ts):
+    """Logical thread `ts` is a live thread to ``threading`` (current_thread, enumerate)."""
+    t = threading.Thread(name=ts.name, daemon=True)
+    t._ident = _IDENT_BASE + ts.tid
+    t._native_id = _NATIVE_BASE + ts.tid
+    alive = _thread.allocate_lock()  # held while it runs: is_alive() is True, as for a thread
+    alive.acquire()
+    t._tstate_lock = alive
+    t._started.set()
+    threading._active[t._ident] = t
+    ts.thread = t
+
+
+def unregister(ts):
+    """Logical thread `ts` ended: no longer alive nor listed, as a finished thread."""
     t = ts.thread
     if t is None:
-        t = ts.thread = threading.Thread(name=ts.name, daemon=True)
-        t._ident = _IDENT_BASE + ts.tid
-    return t
+        return
+    threading._active.pop(t._ident, None)
+    t._is_stopped = True
+    t._tstate_lock = None
 
 
 def _lookup(tp, name):
@@ -99,10 +144,11 @@ class local:
         if attr is not _MISSING:
             get = getattr(type(attr), "__get__", None)
             return attr if get is None else get(attr, self, tp)
-        fallback = _lookup(tp, "__getattr__")
-        if fallback is not _MISSING:
-            return fallback(self, name)
+        # A subclass's __getattr__, if any, is called by Python itself after this.
         raise AttributeError("%r object has no attribute %r" % (tp.__name__, name))
+
+    def __reduce_ex__(self, protocol):
+        raise TypeError("cannot pickle %r object" % type(self).__name__)
 
     def __setattr__(self, name, value):
         if name == "__dict__":
@@ -129,7 +175,8 @@ class local:
         try:
             del d[name]
         except KeyError:
-            raise AttributeError(name) from None
+            raise AttributeError("%r object has no attribute %r" % (
+                type(self).__name__, name)) from None
 
 
 def _dict(self, init):
@@ -150,7 +197,15 @@ def _dict(self, init):
         d = by_ts[ts] = {}
     if init:
         args, kw = object.__getattribute__(self, "_rr_args")
-        type(self).__init__(self, *args, **kw)
+        try:
+            type(self).__init__(self, *args, **kw)
+        except BaseException:
+            # As _thread._local: the thread's dict goes, and the next touch runs __init__ again.
+            if ts is None:
+                del real.d
+            else:
+                by_ts.pop(ts, None)
+            raise
     return d
 
 
@@ -158,6 +213,7 @@ def install():
     """Puts the logical-thread versions in threading and _thread (set-up, once)."""
     threading.get_ident = get_ident
     _thread.get_ident = get_ident
-    threading.current_thread = current_thread
-    threading.currentThread = current_thread
+    if _real_get_native_id is not None:
+        threading.get_native_id = get_native_id
+        _thread.get_native_id = get_native_id
     threading.local = local

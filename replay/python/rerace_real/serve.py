@@ -182,10 +182,11 @@ class Setup:
             self.info["gil_tracer"] = "sys.monitoring" if isinstance(
                 self.tracer, control.MonitoringTracer) else "sys.settrace"
             if control.GREENLET is not None and self.info["gil_tracer"] != "sys.monitoring":
-                # Every sys.monitoring tool id taken (by a patch): OS threads, with the thread
-                # identity logical.py gave them (the same answers as greenlets get).
-                control.GREENLET = None
-                self.info["threads"] = "os"
+                # Every sys.monitoring tool id taken (by a patch): logical.py's identity is in
+                # place, so greenlets without the tracer they need cannot go on.
+                raise SetupError("logical threads as greenlets need a sys.monitoring tool id "
+                                 "and every one is taken (by a patch or an import?); run with "
+                                 "RERACE_ENGINE_THREADS=os", kind="env")
 
     def _choose_threads(self):
         """Logical threads as greenlets (control.GREENLET) where they can be: CPython 3.12+,
@@ -598,6 +599,9 @@ def _worker(setup, run, tracer, ts, ops):
     except BaseException as e:  # noqa: BLE001
         run.internal("thread %d: %s" % (ts.tid, "".join(traceback.format_exception(type(e), e, e.__traceback__))))
     _untrace(run, ts)
+    if control.GREENLET is not None:
+        from . import logical
+        logical.unregister(ts)  # no longer alive to threading, as a thread that ended
     run.send("x")
     run.hand_on()
 
@@ -644,10 +648,12 @@ def _child(setup, rfd, wfd, leftover=b""):
         states.append(control.ThreadState(t, th["name"]))
     run.threads = states
     if control.GREENLET is not None:
+        from . import logical
         if tracer is None:
             sys.setprofile(_reach_profile(setup))
         main = control.GREENLET.getcurrent()
         for t, th in enumerate(setup.program["threads"]):
+            logical.register(states[t])  # a live thread to threading (current_thread)
             states[t].glet = control.GREENLET.greenlet(
                 lambda ts=states[t], ops=th["ops"]: _worker(setup, run, tracer, ts, ops),
                 parent=main)
