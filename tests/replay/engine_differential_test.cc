@@ -40,17 +40,6 @@ namespace {
 
 constexpr uint64_t kRuns = 24;  // check --engine python's sampled probe (kProbeRunsPython)
 
-std::vector<std::string> TritonSamples() {
-  std::vector<std::string> out;
-  const std::filesystem::path dir = std::filesystem::path(testing::SamplePath("")).parent_path();
-  std::error_code ec;
-  for (const auto& e : std::filesystem::directory_iterator(dir, ec))
-    if (e.path().extension() == ".rrt" && e.path().filename().string().rfind("triton-", 0) == 0)
-      out.push_back(e.path().filename().string());
-  std::sort(out.begin(), out.end());
-  return out;
-}
-
 // "fails (kind at where)" or "holds" over the sampled portfolio.
 std::string Outcome(Replayer& rep) {
   const Verdict v = SampleSchedules(rep, kRuns, 1);
@@ -144,7 +133,7 @@ TEST_P(EngineAgainstModel, SameVerdictForEveryFixAndMode) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Samples, EngineAgainstModel, ::testing::ValuesIn(TritonSamples()),
+INSTANTIATE_TEST_SUITE_P(Samples, EngineAgainstModel, ::testing::ValuesIn(testing::TritonSampleNames()),
                          [](const auto& tp) {
                            std::string n = tp.param.substr(0, tp.param.size() - 4);
                            for (char& c : n)

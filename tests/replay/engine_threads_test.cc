@@ -32,17 +32,6 @@ namespace {
 
 std::string Venv312() { return std::string(RERACE_PY_ROOT) + "/venv312/bin/python"; }
 
-std::vector<std::string> TritonSampleNames() {
-  std::vector<std::string> out;
-  const std::filesystem::path dir = std::filesystem::path(testing::SamplePath("")).parent_path();
-  std::error_code ec;
-  for (const auto& e : std::filesystem::directory_iterator(dir, ec))
-    if (e.path().extension() == ".rrt" && e.path().filename().string().rfind("triton-", 0) == 0)
-      out.push_back(e.path().filename().string());
-  std::sort(out.begin(), out.end());
-  return out;
-}
-
 struct Reports {
   std::string text;     // every run's report and schedule
   std::string threads;  // what the engine said its logical threads are
@@ -110,7 +99,7 @@ TEST_P(EngineThreads, GreenletsGiveTheOsThreadsReports) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Samples, EngineThreads, ::testing::ValuesIn(TritonSampleNames()),
+INSTANTIATE_TEST_SUITE_P(Samples, EngineThreads, ::testing::ValuesIn(testing::TritonSampleNames()),
                          [](const ::testing::TestParamInfo<std::string>& i) {
                            std::string n = i.param.substr(0, i.param.size() - 4);
                            std::replace(n.begin(), n.end(), '-', '_');

@@ -3,8 +3,11 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
+#include <filesystem>
 #include <string>
+#include <vector>
 
 #include "rerace/replay/program.h"
 #include "rerace/replay/replay.h"
@@ -27,6 +30,19 @@ inline Program LoadSample(const std::string& name) {
   auto p = BuildProgram(*t, path);
   EXPECT_TRUE(p.ok()) << (p.ok() ? "" : p.error().message);
   return *p;
+}
+
+// The bundled Triton recordings (traces/samples/triton-*.rrt), sorted: read when the tests are
+// listed, so a recording added later is covered after the next build.
+inline std::vector<std::string> TritonSampleNames() {
+  std::vector<std::string> out;
+  const std::filesystem::path dir = std::filesystem::path(SamplePath("")).parent_path();
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec))
+    if (e.path().extension() == ".rrt" && e.path().filename().string().rfind("triton-", 0) == 0)
+      out.push_back(e.path().filename().string());
+  std::sort(out.begin(), out.end());
+  return out;
 }
 
 // Options for the real-code engine (--engine python): `python` runs it, in interpreter mode
