@@ -897,3 +897,62 @@ class TunerClassTest(unittest.TestCase):
             for k in [k for k in sys.modules if k == "fla" or k.startswith("fla.")]:
                 del sys.modules[k]
             sys.modules.update(saved)
+
+
+class ProgramFrameTest(unittest.TestCase):
+    """Issue 26: where a program's exception is reported comes from the traceback itself, not
+    from traceback.extract_tb (which stats and reads every source file): the same file, line
+    and function as extract_tb's innermost frame outside rerace's own code."""
+
+    def raised(self, source, name):
+        import tempfile
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "prog_%s.py" % name)
+            with open(path, "w") as f:
+                f.write(source)
+            ns = {}
+            exec(compile(source, path, "exec"), ns)
+            try:
+                ns["outer"]()
+            except Exception as e:  # noqa: BLE001
+                return e
+        self.fail("no exception")
+
+    def expected(self, tb):
+        import traceback
+        for fr in reversed(traceback.extract_tb(tb)):
+            if not control.is_ours(fr.filename):
+                return fr.filename, fr.lineno, fr.name
+        return None
+
+    def test_the_same_frame_as_extract_tb(self):
+        from rerace_real import serve
+        cases = {
+            "key": "def inner(d):\n    return d['y_ptr']\n\ndef outer():\n    return inner({})\n",
+            "multiline": ("def inner(d, k):\n    return (\n        d[\n            k\n        ]\n"
+                          "    )\n\ndef outer():\n    x = 1\n    return inner(\n        {},\n"
+                          "        'k' + str(x),\n    )\n"),
+            "method": ("class A:\n    def f(self):\n        raise TypeError('NoneType')\n\n"
+                       "def outer():\n    A().f()\n"),
+            "handler": ("def outer():\n    try:\n        {}['a']\n    except KeyError:\n"
+                        "        pass\n    None.x\n"),
+        }
+        for name, source in cases.items():
+            e = self.raised(source, name)
+            got = serve._program_frame(e.__traceback__)
+            self.assertIsNotNone(got, name)
+            self.assertEqual(got, self.expected(e.__traceback__), name)
+            self.assertEqual(got[2], "inner" if name in ("key", "multiline") else
+                             "f" if name == "method" else "outer", name)
+
+    def test_only_reraces_own_frames_is_none(self):
+        from rerace_real import serve
+        try:
+            control.Run(-1, -1, False, None)._command()  # reads fd -1: raises in control.py
+        except Exception as e:  # noqa: BLE001
+            tb = e.__traceback__.tb_next  # from control.py on: the test's own frame left out
+            self.assertIsNone(serve._program_frame(tb))
+            self.assertIsNone(self.expected(tb))
+            self.assertIsNotNone(serve._program_frame(e.__traceback__))
+            return
+        self.fail("no exception")
