@@ -187,6 +187,35 @@ class Setup:
                 raise SetupError("logical threads as greenlets need a sys.monitoring tool id "
                                  "and every one is taken (by a patch or an import?); run with "
                                  "RERACE_ENGINE_THREADS=os", kind="env")
+        self._warm_caches()
+
+    def _warm_caches(self):
+        """Fills, once here, the caches that every run's child would otherwise fill again from
+        empty (a child's writes die with it): for each source file of the loaded code, whether
+        it is rerace's own (control.is_ours) and whether it is watched (a realpath each: about
+        180 stat calls a run), and the tracer's opcode table of each watched code object.
+        Each is a function of the file name or of the code object alone: a child's own lookup
+        gives the same answer. Code loaded later (a run's own imports) is looked up as before."""
+        import gc
+        import types
+        codes = {}
+        stack = [o.__code__ for o in gc.get_objects() if type(o) is types.FunctionType]
+        while stack:
+            code = stack.pop()
+            if id(code) in codes:
+                continue
+            codes[id(code)] = code
+            stack.extend(k for k in code.co_consts if type(k) is types.CodeType)
+        tracer = self.tracer
+        for filename in sorted({c.co_filename for c in codes.values()}):
+            control.is_ours(filename)
+            self.watched(filename)
+            if tracer is not None:
+                tracer._is_watched(filename)
+        if tracer is not None:
+            for code in codes.values():
+                if not control.is_ours(code.co_filename) and tracer._is_watched(code.co_filename):
+                    tracer._ops(code)
 
     def _choose_threads(self):
         """Logical threads as greenlets (control.GREENLET) where they can be: CPython 3.12+,

@@ -36,20 +36,33 @@ def _access(kind, obj, label):
         run.access(kind, obj, label)
 
 
+_labels = {}  # (id(code), instruction offset, what) -> (code, label): _caller_label's answers
+
+
 def _caller_label(what):
+    """"file:line function: what" of the program code that made the access (the first frame
+    outside this file). Cached per call site and `what` (the same access of 8 threads, or of
+    a loop, is labelled once; keyed by id(code), the code object kept to hold its id)."""
     f = sys._getframe(2)
     while f is not None and f.f_code.co_filename == __file__:
         f = f.f_back
     if f is None:
         return what
-    path = f.f_code.co_filename
+    code = f.f_code
+    key = (id(code), f.f_lasti, what)
+    got = _labels.get(key)
+    if got is not None and got[0] is code:
+        return got[1]
+    path = code.co_filename
     cut = path.rfind("site-packages/")
     if cut >= 0:
         path = path[cut + len("site-packages/"):]
     else:
         cut = path.rfind("triton/")
         path = path[cut:] if cut >= 0 else path.rsplit("/", 1)[-1]
-    return "%s:%d %s: %s" % (path, f.f_lineno, f.f_code.co_name, what)
+    label = "%s:%d %s: %s" % (path, f.f_lineno, code.co_name, what)
+    _labels[key] = (code, label)
+    return label
 
 
 class TrackedDict(dict):
