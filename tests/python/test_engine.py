@@ -479,6 +479,39 @@ class WhereTunersComeFromTest(unittest.TestCase):
         self.assertEqual(got["positional"], ["x_ptr", "y_ptr", "N"])
         self.assertEqual(got["tuners"], ["kern: imported rr_test_kernels.kern"])
 
+    @unittest.skipIf(SKIP, SKIP)
+    def test_set_up_fills_the_caches_each_child_would_fill(self):
+        """Issue 26: Setup.start fills the file and opcode caches once, so that a run's child
+        (a fork) starts with them: the tuner's module and a patch-free run's code are there,
+        with the answers a fresh lookup gives."""
+        import json
+        import subprocess
+        cfg = {"program": {"threads": [], "calls": [CALL], "tuner_meta": {}}, "patches": [],
+               "mode": "gil"}
+        script = (
+            "import json, os, sys\nfrom rerace_real import serve, control\n"
+            "s = serve.Setup(json.loads(sys.argv[1]))\ns.start()\n"
+            "from triton.runtime import autotuner as a\n"
+            "f = a.__file__\nrun = a.Autotuner.run.__code__\nt = s.tracer\n"
+            "cached = {'ours': control._ours_cache.get(f), 'ours_self': control._ours_cache.get(serve.__file__),"
+            " 'watched': t._watch_cache.get(f) if t else None,"
+            " 'ops': t.opnames.get(id(run), (None, None))[1] if t else None}\n"
+            "control._ours_cache.clear()\n"
+            "fresh = {'ours': control.is_ours(f), 'ours_self': control.is_ours(serve.__file__),"
+            " 'watched': bool(s.watched(f)), 'ops': control.opnames_of(run)}\n"
+            "print(json.dumps({'cached': cached, 'fresh': fresh, 'tracer': t is not None}))\n")
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join([ENGINE_DIR] + sys.path))
+        out = subprocess.run([sys.executable, "-c", script, json.dumps(cfg)], env=env,
+                             capture_output=True, text=True, timeout=120)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        got = json.loads(out.stdout.strip().splitlines()[-1])
+        self.assertTrue(got["tracer"])
+        self.assertEqual(got["cached"], got["fresh"])
+        self.assertIs(got["cached"]["ours"], False)
+        self.assertIs(got["cached"]["ours_self"], True)
+        self.assertIs(got["cached"]["watched"], True)
+        self.assertIn("RESUME", got["cached"]["ops"].values())
+
     def test_recorded_names_resolve_only_to_installed_places(self):
         """trust.check: a name from a recording is importable only from site-packages or the
         user's PYTHONPATH; never the standard library, a built-in, or a folder not named."""
