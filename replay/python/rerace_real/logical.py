@@ -80,8 +80,10 @@ def get_native_id():
     return _NATIVE_BASE + ts.tid
 
 
-def register(ts):
-    """Logical thread `ts` is a live thread to ``threading`` (current_thread, enumerate)."""
+def make_thread(ts):
+    """The ``threading.Thread`` logical thread `ts` is to the program (``ts.thread``): named as
+    recorded, started, alive; not yet listed (``register``). Made once in the set-up process, so
+    that every run's child (a fork) starts with a pristine copy instead of building it again."""
     t = threading.Thread(name=ts.name, daemon=True)
     t._ident = _IDENT_BASE + ts.tid
     t._native_id = _NATIVE_BASE + ts.tid
@@ -89,8 +91,14 @@ def register(ts):
     alive.acquire()
     t._tstate_lock = alive
     t._started.set()
-    threading._active[t._ident] = t
     ts.thread = t
+
+
+def register(ts):
+    """Logical thread `ts` is a live thread to ``threading`` (current_thread, enumerate)."""
+    if ts.thread is None:
+        make_thread(ts)
+    threading._active[ts.thread._ident] = ts.thread
 
 
 def unregister(ts):

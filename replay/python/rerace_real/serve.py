@@ -188,6 +188,14 @@ class Setup:
                                  "and every one is taken (by a patch or an import?); run with "
                                  "RERACE_ENGINE_THREADS=os", kind="env")
         self._warm_caches()
+        # Each run's ThreadStates (and, with greenlets, the Thread each logical thread is to the
+        # program), made once here: every run's child starts with a pristine copy (fork).
+        self.states = [control.ThreadState(t, th["name"])
+                       for t, th in enumerate(self.program["threads"])]
+        if control.GREENLET is not None:
+            from . import logical
+            for ts in self.states:
+                logical.make_thread(ts)
 
     def _warm_caches(self):
         """Fills, once here, the caches that every run's child would otherwise fill again from
@@ -684,9 +692,7 @@ def _child(setup, rfd, wfd, leftover=b""):
     run.tracer = tracer
     if setup.cfg.get("prewarm"):
         _prewarm(setup, run, tracer)
-    states = []
-    for t, th in enumerate(setup.program["threads"]):
-        states.append(control.ThreadState(t, th["name"]))
+    states = setup.states  # this child's copies (fork), as set-up made them
     run.threads = states
     if control.GREENLET is not None:
         from . import logical
