@@ -124,6 +124,28 @@ TEST(PythonEngine, SameSeedSameReport) {
   EXPECT_EQ(r2.Signature(), r.Signature());
 }
 
+// Issue 26, item 2: what set-up builds once (the threads' states, the Thread each is to the
+// program, the file and opcode caches) is each run's pristine start: in one Python process the
+// same seed gives the same report as its first run after other runs, and as a fresh process.
+TEST(PythonEngine, SameSeedSameReportAfterOtherRunsOfOneProcess) {
+  Env e = UseEnv();
+  if (!e.skip.empty()) GTEST_SKIP() << e.skip;
+  const Program p = testing::LoadSample("triton-none-h200.rrt");
+  auto report = [&](Replayer& rep, uint64_t seed) {
+    sim::RandomWalk w(seed);
+    const ReplayResult r = rep.Run(w);
+    return FormatReport(r, p, "") + r.run.schedule.Encode();
+  };
+  Replayer one(p, PyOptions(e));
+  const std::string first = report(one, 5);
+  std::set<std::string> others;
+  for (uint64_t seed = 6; seed < 26; ++seed) others.insert(report(one, seed));
+  EXPECT_GT(others.size(), 1u);  // the runs between were other runs
+  EXPECT_EQ(report(one, 5), first);
+  Replayer fresh(p, PyOptions(e));
+  EXPECT_EQ(report(fresh, 5), first);
+}
+
 // Issue 26, item 6: a campaign over several jobs, each with a Python process of its own, keeps
 // what one job keeps: runs, failing, each failure's seed, finding and shrunk schedule, the
 // races and the runs' findings in run order.
