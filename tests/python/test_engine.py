@@ -989,3 +989,34 @@ class ProgramFrameTest(unittest.TestCase):
             self.assertIsNotNone(serve._program_frame(e.__traceback__))
             return
         self.fail("no exception")
+
+
+class ConfigIndexUnseenTest(unittest.TestCase):
+    """Issue 26: the launch fake finds the config a launch ran by calling each config's
+    all_kwargs, which the program does not do there: rerace's own bookkeeping, unseen by the
+    GIL tracer (no execution counted, no hand-over place, no patch reach) and no access."""
+
+    def test_all_kwargs_runs_unseen(self):
+        seen = []
+
+        class Config:
+            def __init__(self, kw):
+                self.kw = kw
+
+            def all_kwargs(self):
+                ts = control.current()
+                seen.append((ts.quiet, ts.traced))
+                return self.kw
+
+        class Tuner:
+            configs = [Config({"BLOCK": 16}), Config({"BLOCK": 32})]
+
+        ts = control.ThreadState(0, "t0")
+        control._local.ts = ts
+        try:
+            self.assertEqual(fakes._config_index(Tuner(), {"BLOCK": 32, "x": 1}), 1)
+            self.assertEqual(fakes._config_index(Tuner(), {"BLOCK": 64}), -1)
+            self.assertEqual((ts.quiet, ts.traced), (0, True))  # as before, after
+        finally:
+            control._local.ts = None
+        self.assertEqual(seen, [(1, False)] * 4)

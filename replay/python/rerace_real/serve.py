@@ -187,6 +187,7 @@ class Setup:
                 raise SetupError("logical threads as greenlets need a sys.monitoring tool id "
                                  "and every one is taken (by a patch or an import?); run with "
                                  "RERACE_ENGINE_THREADS=os", kind="env")
+        self.plans = [_plan(self, call) for call in self.program["calls"]]
         self._warm_caches()
         # Each run's ThreadStates (and, with greenlets, the Thread each logical thread is to the
         # program), made once here: every run's child starts with a pristine copy (fork).
@@ -547,15 +548,22 @@ def _acceptable(program, call):
     return out
 
 
-def _call_args(setup, call, tid):
+def _plan(setup, call):
+    """What a recorded call's replay needs that is the same in every run (set-up computes it
+    once, Setup.plans): the key's argument values, the names to restore, the acceptable
+    configs (_acceptable looks at every call of the program)."""
+    _, positional, keys = setup.tuners[call["tuner"]]
+    known = (tuners.key_values(keys, positional, call["key"]) or {}) if keys else {}
+    restore = [call["arg_names"][i] for i in call["restore_value"] if i < len(call["arg_names"])]
+    return known, restore, _acceptable(setup.program, call)
+
+
+def _call_args(setup, call_index, tid):
+    call = setup.program["calls"][call_index]
     tuner, positional, keys = setup.tuners[call["tuner"]]
+    known, restore, best = setup.plans[call_index]
     args = {}
-    if keys:
-        known = tuners.key_values(keys, positional, call["key"]) or {}
-        values = []
-    else:
-        known = {}
-        values = [call["key"]]
+    values = [] if keys else [call["key"]]
     for name in positional:
         if name in known:
             values.append(known[name])
@@ -563,18 +571,16 @@ def _call_args(setup, call, tid):
         t = fakes.FakeTensor(tid, name)
         args[name] = t
         values.append(t)
-    restore = [call["arg_names"][i] for i in call["restore_value"] if i < len(call["arg_names"])]
     c = dict(call)
-    c.update(_tuner=tuner, _args=args, _restore=restore,
-             _best=_acceptable(setup.program, call), _reps=setup.cfg.get("reps", 1))
+    c.update(_tuner=tuner, _args=args, _restore=list(restore), _best=best,
+             _reps=setup.cfg.get("reps", 1))
     return tuner, values, c
 
 
 def _replay_call(setup, run, ts, call_index):
     """Makes the recorded call through the real tuner; returns the finding of the exception it
     raised, or None."""
-    call = setup.program["calls"][call_index]
-    tuner, values, c = _call_args(setup, call, ts.tid)
+    tuner, values, c = _call_args(setup, call_index, ts.tid)
     ts.call = c
     reached = setup.reach.replaced and ts.tid >= 0
     if reached:
