@@ -74,8 +74,12 @@ sim::CondVar& PythonWorld::CondNamed(const std::string& name) {
   return *c;
 }
 
+// Thread t's turn. With it, how many of its next points it may pass without waiting for a
+// "g" (the strategy's picks already known to be t): it posts them, and each is taken here as
+// the scheduler's step at once (RunThread, "p"). Any other operation of t waits as before.
 void PythonWorld::Go(uint32_t t, int value) {
-  py_.Send(fmt::format("g\t{}\t{}\t{}", t, s_.step(), value));
+  credit_ = s_.Promised();
+  py_.Send(fmt::format("g\t{}\t{}\t{}\t{}", t, s_.step(), value, credit_));
 }
 
 void PythonWorld::AddFinding(uint32_t t, const std::string& text) {
@@ -187,8 +191,12 @@ void PythonWorld::RunThread(uint32_t t) {
       };
       if (op == "p") {
         need(4);
+        // Decided before the point: a promised point never switches, but one that waits may,
+        // and the thread that runs meanwhile sets credit_ anew with its own "g".
+        const bool waits = credit_ == 0;
+        if (!waits) --credit_;  // t did not wait: the strategy had picked it already
         s_.Point({AccessOf(f[1]), Object(f[2]), Label(f[3])});
-        Go(t);
+        if (waits) Go(t);
       } else if (op == "m") {
         need(4);
         steps_.merging = true;

@@ -179,6 +179,9 @@ class PythonWorld {
   std::map<size_t, uint32_t> reach_entered_;   // replacement index -> calls that entered it
   std::map<size_t, std::string> reach_bypass_;  // replacement index -> the first bypass seen
   std::map<size_t, std::string> reach_hidden_;  // replacement index -> a class that hides it
+  // Points the running thread may still pass without a round trip: the strategy's promise
+  // (Scheduler::Promised), sent with its last "g"; the Python side counts the same points.
+  uint64_t credit_ = 0;
   std::string error_;  // an engine error seen inside a fiber
   int error_code_ = kExitInternal;  // and its exit code
 };

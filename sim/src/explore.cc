@@ -120,6 +120,15 @@ class Follow final : public Strategy {
   void OnInStep(uint64_t step, ThreadId /*t*/, const SchedulingPoint& p) override {
     if (step < path_.size()) path_[step].also.push_back(p);
   }
+  // The prefix's choices are fixed; past it the previous thread goes on while it can run and
+  // is awake, and the thread that just ran is never asleep at the next node (Pick's `keep`
+  // leaves it out): no preemption past the prefix.
+  uint64_t Promised(uint64_t step, ThreadId t) const override {
+    uint64_t k = 0;
+    for (size_t i = step; i < prefix_; ++i, ++k)
+      if (path_[i].chosen != t) return k;
+    return UINT64_MAX;
+  }
   std::string Name() const override { return "explore"; }
 
  private:

@@ -275,6 +275,10 @@ void Scheduler::Join(ThreadId id) {
   clocks_[current_] = std::max(clocks_[current_], clocks_[id]);
 }
 
+uint64_t Scheduler::Promised() const {
+  return current_ == kNoThread ? 0 : strategy_.Promised(step_ + 1, current_);
+}
+
 void Scheduler::Advance(Nanos d) {
   RERACE_ASSERT(current_ != kNoThread, "Scheduler::Advance called outside a logical thread");
   clocks_[current_] += d;

@@ -3,9 +3,13 @@
 One ``Run`` exists per replay run, in the forked child (``serve.py``). Each logical thread is a
 real Python thread holding a ``Turn`` (a raw ``_thread`` lock used as a baton). A thread that
 reaches a point writes one message to the controller and then reads the controller's next
-command itself (only one thread runs, so only one thread reads): ``g <tid> <step> <value>``
-hands the turn to ``tid`` (releasing its baton and blocking on its own), ``e`` ends the run
-(the child exits at once: the C++ side has what it needs).
+command itself (only one thread runs, so only one thread reads): ``g <tid> <step> <value>
+<credit>`` hands the turn to ``tid`` (releasing its baton and blocking on its own), ``e`` ends
+the run (the child exits at once: the C++ side has what it needs). ``credit`` is how many of
+``tid``'s next points the strategy has already given it (``Strategy::Promised``: a systematic
+search's fixed prefix, and no preemption after it; a saved schedule's next entries): each of
+those ``p`` is posted, not sent, and counts as one step without waiting for a command; both
+sides count the same points, and any other message that waits ends the credit.
 
 Messages the controller does not answer (``m``, ``v``, ``f``, ``r``) are kept (``Run.post``) and
 written with the next message it answers (or ``x``, after which the finished thread reads the
@@ -130,6 +134,10 @@ class Run:
         self.rules = rules
         self.threads = []
         self.step = 0
+        # Points the running thread may pass without waiting: the strategy's picks that the
+        # controller already knows to be this thread (the "g" that gave it the turn says how
+        # many; python_engine.cc counts the same points). Each is posted, and is one step.
+        self.credit = 0
         self.buf = b""
         self.out = []          # framed lines posted, not yet written (post, flush)
         self.last_write = {}   # object -> (thread, step): for rerace's words in findings
@@ -198,6 +206,7 @@ class Run:
         ts = self.threads[int(parts[1])]
         self.step = int(parts[2])
         ts.value = int(parts[3]) if len(parts) > 3 else 0
+        self.credit = int(parts[4]) if len(parts) > 4 else 0
         return ts
 
     def wait_turn(self, me):
@@ -238,8 +247,14 @@ class Run:
                 self.last_write[obj] = (ts.tid, self.step, True)
             return
         ts.new_step()
-        self.send("p", kind, obj, label)
-        self.wait_turn(ts)
+        if self.credit:
+            # Already picked by the strategy: one step on, no round trip.
+            self.credit -= 1
+            self.step += 1
+            self.post("p", kind, obj, label)
+        else:
+            self.send("p", kind, obj, label)
+            self.wait_turn(ts)
         if kind == W:
             self.last_write[obj] = (ts.tid, self.step, False)
 

@@ -34,6 +34,9 @@ class StepLog final : public sim::Strategy {
   explicit StepLog(sim::Strategy& inner) : inner_(inner) {}
   sim::ThreadId Pick(const sim::Choice& c) override;
   std::optional<std::string> AtEnd(uint64_t steps) override { return inner_.AtEnd(steps); }
+  uint64_t Promised(uint64_t step, sim::ThreadId t) const override {
+    return inner_.Promised(step, t);
+  }
   void OnInStep(uint64_t step, sim::ThreadId t, const sim::SchedulingPoint& p) override {
     inner_.OnInStep(step, t, p);
   }

@@ -86,6 +86,15 @@ class ScheduleCursor {
   bool Done() const { return run_ >= s_->runs().size(); }
   // REQUIRES: !Done().
   ThreadId Peek() const { return s_->runs()[run_].thread; }
+  // How many picks from here are Peek()'s thread, one after another; 0 when Done().
+  uint64_t SameAhead() const {
+    if (Done()) return 0;
+    const auto& runs = s_->runs();
+    uint64_t k = runs[run_].count - in_run_;
+    for (size_t r = run_ + 1; r < runs.size() && runs[r].thread == runs[run_].thread; ++r)
+      k += runs[r].count;
+    return k;
+  }
   void Advance() {
     if (++in_run_ >= s_->runs()[run_].count) {
       ++run_;

@@ -251,6 +251,9 @@ class Scheduler {
   ThreadId CurrentThread() const { return current_; }
   // The step being taken (while a thread runs) or the number taken (after Run).
   uint64_t step() const { return step_; }
+  // How many of the current thread's next steps the strategy has already given it, provided
+  // each is a plain point (Strategy::Promised); 0 outside a thread.
+  uint64_t Promised() const;
   Nanos Now() const;  // the current thread's clock
 
   // The scheduler running on this OS thread, or nullptr outside Run().

@@ -43,6 +43,13 @@ class Strategy {
   // scheduler.h). A strategy that reasons about dependent steps (DPOR) counts it as part of
   // the step; a strategy that wraps another must pass it on.
   virtual void OnInStep(uint64_t /*step*/, ThreadId /*t*/, const SchedulingPoint& /*p*/) {}
+  // How many picks, from step `step` on, this strategy knows already to be `t`, as long as t
+  // stays runnable and nothing else changes (t's steps are plain points: no lock, no wake, no
+  // end, no other thread made runnable). The real-code engine lets t's Python thread pass
+  // that many points without a round trip (Scheduler::Promised). 0: unknown, ask at every
+  // point. Must never overstate: each of those picks, when made, is `t`. A strategy that wraps
+  // another and returns its picks unchanged may pass it on.
+  virtual uint64_t Promised(uint64_t /*step*/, ThreadId /*t*/) const { return 0; }
   virtual std::string Name() const = 0;
 };
 
@@ -141,6 +148,10 @@ class ScheduleReplay final : public Strategy {
   explicit ScheduleReplay(Schedule s) : schedule_(std::move(s)), cursor_(schedule_) {}
   ThreadId Pick(const Choice& c) override;
   std::optional<std::string> AtEnd(uint64_t steps) override;
+  // The schedule's next entries, when they name `t` (asked for the step after the last pick).
+  uint64_t Promised(uint64_t /*step*/, ThreadId t) const override {
+    return !cursor_.Done() && cursor_.Peek() == t ? cursor_.SameAhead() : 0;
+  }
   std::string Name() const override { return "replay"; }
 
  private:
