@@ -37,6 +37,9 @@ sim::Access AccessOf(const std::string& kind) {
 
 PythonWorld::PythonWorld(sim::Scheduler& s, const Program& p, PythonProcess& py, EngineSteps& steps)
     : s_(s), p_(p), py_(py), steps_(steps) {
+  // RERACE_ENGINE_CREDIT=0: every point waits for its "g", as before credits (to compare).
+  const char* credit = std::getenv("RERACE_ENGINE_CREDIT");
+  credits_ = credit == nullptr || std::string(credit) != "0";
   py_.Send("run");
 }
 
@@ -78,7 +81,7 @@ sim::CondVar& PythonWorld::CondNamed(const std::string& name) {
 // "g" (the strategy's picks already known to be t): it posts them, and each is taken here as
 // the scheduler's step at once (RunThread, "p"). Any other operation of t waits as before.
 void PythonWorld::Go(uint32_t t, int value) {
-  credit_ = s_.Promised();
+  credit_ = credits_ ? s_.Promised() : 0;
   py_.Send(fmt::format("g\t{}\t{}\t{}\t{}", t, s_.step(), value, credit_));
 }
 

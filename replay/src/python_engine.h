@@ -182,6 +182,7 @@ class PythonWorld {
   // Points the running thread may still pass without a round trip: the strategy's promise
   // (Scheduler::Promised), sent with its last "g"; the Python side counts the same points.
   uint64_t credit_ = 0;
+  bool credits_ = true;  // off with RERACE_ENGINE_CREDIT=0
   std::string error_;  // an engine error seen inside a fiber
   int error_code_ = kExitInternal;  // and its exit code
 };
