@@ -178,12 +178,14 @@ void Scheduler::MakeRunnable(ThreadId t) {
   if (in_runnable_[t]) return;
   in_runnable_[t] = 1;
   runnable_.insert(std::lower_bound(runnable_.begin(), runnable_.end(), t), t);
+  runnable_changed_ = true;
 }
 
 void Scheduler::RemoveRunnable(ThreadId t) {
   if (!in_runnable_[t]) return;
   in_runnable_[t] = 0;
   runnable_.erase(std::lower_bound(runnable_.begin(), runnable_.end(), t));
+  runnable_changed_ = true;
 }
 
 detail::Fiber* Scheduler::Exit(void* arg) {
@@ -276,7 +278,9 @@ void Scheduler::Join(ThreadId id) {
 }
 
 uint64_t Scheduler::Promised() const {
-  return current_ == kNoThread ? 0 : strategy_.Promised(step_ + 1, current_);
+  // A promise is made on what the strategy saw at its last pick: none once a thread has been
+  // made runnable or blocked since (an unlock that woke a waiter PCT ranks higher, say).
+  return current_ == kNoThread || runnable_changed_ ? 0 : strategy_.Promised(step_ + 1, current_);
 }
 
 void Scheduler::Advance(Nanos d) {
@@ -382,6 +386,7 @@ ThreadId Scheduler::NextStep() {
 
   const Choice choice{step_, previous_, runnable_, clocks_, pending_};
   const ThreadId pick = strategy_.Pick(choice);
+  runnable_changed_ = false;
   if (pick >= in_runnable_.size() || !in_runnable_[pick]) [[unlikely]] {
     std::string runnable;
     for (ThreadId r : runnable_) runnable += (runnable.empty() ? "" : ", ") + std::to_string(r);

@@ -63,7 +63,15 @@ ThreadId Pct::Pick(const Choice& c) {
     ++next_change_;
     t = highest();
   }
+  last_pick_ = t;
   return t;
+}
+
+uint64_t Pct::Promised(uint64_t step, ThreadId t) const {
+  if (t != last_pick_) return 0;
+  if (next_change_ >= change_points_.size()) return UINT64_MAX;
+  const uint64_t at = change_points_[next_change_].step;  // applies at the pick of step `at`
+  return at > step ? at - step : 0;
 }
 
 std::string Pct::Name() const {

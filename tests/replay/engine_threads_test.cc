@@ -153,8 +153,8 @@ TEST(EngineThreadsIdentity, IdentityCallsAreTheSameHandOverPlaces) {
 // A thread passes the points its strategy has already given it without a round trip (a credit
 // sent with its turn: python_engine.cc, control.py), and counts their steps itself: the same
 // reports and schedules as when every point waits for its turn (RERACE_ENGINE_CREDIT=0), for
-// a systematic search's runs (a fixed prefix, then no preemption) and for saved schedules
-// replayed, failing and not, greenlets and OS threads, both modes.
+// a systematic search's runs (a fixed prefix, then no preemption), PCT's runs (until a change
+// point) and saved schedules replayed, failing and not, greenlets and OS threads, both modes.
 TEST(EngineCredit, PromisedPointsGiveTheReportsOfPointsThatWait) {
   if (const std::string skip = GreenletsSkip(); !skip.empty()) GTEST_SKIP() << skip;
   const Program p = testing::LoadSample("triton-none-h200.rrt");
@@ -176,6 +176,9 @@ TEST(EngineCredit, PromisedPointsGiveTheReportsOfPointsThatWait) {
     for (uint64_t seed = 1; seed <= 2; ++seed) {
       sim::RandomWalk w(seed);
       schedules.push_back(rep.Run(w).run.schedule);
+      sim::Pct pct(seed, 3, 150);  // promises until its next change point
+      const ReplayResult r = rep.Run(pct);
+      text += FormatReport(r, p, "") + r.run.schedule.Encode() + "\n";
     }
     for (const sim::Schedule& s : schedules) {
       sim::ScheduleReplay again(s);

@@ -252,7 +252,8 @@ class Scheduler {
   // The step being taken (while a thread runs) or the number taken (after Run).
   uint64_t step() const { return step_; }
   // How many of the current thread's next steps the strategy has already given it, provided
-  // each is a plain point (Strategy::Promised); 0 outside a thread.
+  // each is a plain point (Strategy::Promised); 0 outside a thread, and 0 when a thread has
+  // been made runnable or blocked since the last pick (the strategy did not see that set).
   uint64_t Promised() const;
   Nanos Now() const;  // the current thread's clock
 
@@ -298,6 +299,7 @@ class Scheduler {
   size_t live_ = 0;
   bool ran_ = false;
   bool tearing_down_ = false;
+  bool runnable_changed_ = false;  // since the last pick (Promised)
 };
 
 }  // namespace rerace::sim

@@ -80,6 +80,9 @@ class Pct final : public Strategy {
   // depth: the bug depth d targeted (>= 1); steps: k, the expected number of steps of a run.
   Pct(uint64_t seed, uint32_t depth, uint64_t steps);
   ThreadId Pick(const Choice& c) override;
+  // The thread just picked (the highest priority runnable) keeps running, with the same
+  // runnable set, until the next change point lowers it.
+  uint64_t Promised(uint64_t step, ThreadId t) const override;
   std::string Name() const override;
 
  private:
@@ -95,6 +98,7 @@ class Pct final : public Strategy {
   std::vector<ChangePoint> change_points_;  // sorted by step
   size_t next_change_ = 0;
   std::vector<uint64_t> priority_;       // by thread id; 0 = not yet assigned
+  ThreadId last_pick_ = kNoThread;
 };
 
 class Timed final : public Strategy {
