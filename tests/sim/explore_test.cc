@@ -384,21 +384,21 @@ TEST(Explore, PromisedPicksAreThePicksMade) {
         Explorer e(mode, bound, 100000);
         Schedule last;
         uint64_t broken = 0;
-        auto build = [&](Scheduler& s, Shared<int>& a, Shared<int>& b, Mutex& mu) {
-          SpawnProgram(s, prog, a, b, mu, [seed](size_t t, size_t i) {
-            return (seed + t + i) % 4 == 0 ? "in-step" : "point";
-          });
-        };
-        const ExploreResult r = e.Explore([&](Strategy& st) {
-          PromiseAudit audit(st);
+        // One run of the program under `audit`.
+        auto run = [&](PromiseAudit& audit) {
           Scheduler::Options o;
           o.merge = &m;
           Scheduler s(audit, o);
           Shared<int> a(s, "a", 0), b(s, "b", 0);
           Mutex mu(s, "m");
-          build(s, a, b, mu);
-          const RunResult run = s.Run();
-          last = run.schedule;
+          SpawnProgram(s, prog, a, b, mu, [seed](size_t t, size_t i) {
+            return (seed + t + i) % 4 == 0 ? "in-step" : "point";
+          });
+          return s.Run();
+        };
+        const ExploreResult r = e.Explore([&](Strategy& st) {
+          PromiseAudit audit(st);
+          last = run(audit).schedule;
           broken += audit.broken;
           kept += audit.kept;
           bounded += audit.bounded;
@@ -408,13 +408,7 @@ TEST(Explore, PromisedPicksAreThePicksMade) {
         EXPECT_EQ(broken, 0u);
         ScheduleReplay again(last);
         PromiseAudit audit(again);
-        Scheduler::Options o;
-        o.merge = &m;
-        Scheduler s(audit, o);
-        Shared<int> a(s, "a", 0), b(s, "b", 0);
-        Mutex mu(s, "m");
-        build(s, a, b, mu);
-        EXPECT_FALSE(s.Run().failed());
+        EXPECT_FALSE(run(audit).failed());
         EXPECT_EQ(audit.broken, 0u);
         replay_kept += audit.kept;
       }
