@@ -316,8 +316,9 @@ TEST(Explore, DporWithMergedStepsReachesEveryOutcomeTheNaiveSearchReaches) {
 // access labelled label(thread, index) (MergeInStep merges those that start with "in-step").
 void SpawnProgram(Scheduler& s, const RandomProgram& prog, Shared<int>& a, Shared<int>& b,
                   Mutex& mu, const std::function<const char*(size_t, size_t)>& label) {
+  // `label` by value: the threads run after this returns (the caller's temporary is gone).
   for (size_t t = 0; t < prog.size(); ++t)
-    s.Spawn("t", [&, t] {
+    s.Spawn("t", [&s, &prog, &a, &b, &mu, label, t] {
       for (size_t i = 0; i < prog[t].size(); ++i) {
         const RandomOp& op = prog[t][i];
         if (op.locked) mu.Lock();
