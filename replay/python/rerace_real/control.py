@@ -7,7 +7,8 @@ command itself (only one thread runs, so only one thread reads): ``g <tid> <step
 <credit>`` hands the turn to ``tid`` (releasing its baton and blocking on its own), ``e`` ends
 the run (the child exits at once: the C++ side has what it needs). ``credit`` is how many of
 ``tid``'s next points the strategy has already given it (``Strategy::Promised``: a systematic
-search's fixed prefix, and no preemption after it; a saved schedule's next entries): each of
+search's fixed prefix, and no preemption after it; a saved schedule's next entries; PCT's
+highest-priority thread until its next change point): each of
 those ``p`` is posted, not sent, and counts as one step without waiting for a command; both
 sides count the same points, and any other message that waits ends the credit.
 
