@@ -129,7 +129,10 @@ class ReplayResult(Run):
 @dataclass(frozen=True)
 class Search:
     """How check searched: ``method`` (dpor...), preemption ``bound``, ``runs`` of ``max_runs``,
-    and whether it was ``exhausted`` (every schedule in the bound explored)."""
+    whether it was ``exhausted`` (the search ran to its end within its budget), ``cut``: the
+    race reversals DPOR found that the bound refused, and ``complete``: an exhausted DPOR search
+    with none cut, which covered every interleaving. DPOR under a bound with some cut covered
+    its own schedules, not every interleaving with at most ``bound`` preemptions."""
 
     method: str
     bound: int
@@ -138,13 +141,16 @@ class Search:
     exhausted: bool
     sampled: int
     probed: int
+    cut: int = 0
+    complete: bool = False
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> "Search":
         return cls(method=d.get("method", ""), bound=int(d.get("bound", 0)),
                    runs=int(d.get("runs", 0)), max_runs=int(d.get("max_runs", 0)),
                    exhausted=bool(d.get("exhausted", False)), sampled=int(d.get("sampled", 0)),
-                   probed=int(d.get("probed", 0)))
+                   probed=int(d.get("probed", 0)), cut=int(d.get("cut", 0)),
+                   complete=bool(d.get("complete", False)))
 
 
 @dataclass(frozen=True)
@@ -229,7 +235,10 @@ class CheckResult:
         # schedules before it, when the search's bound and budget say nothing).
         if self.counterexample is None:
             head += (f" ({s.method}, bound {s.bound}, "
-                     f"{'exhausted' if s.exhausted else 'not exhausted'})")
+                     f"{'exhausted' if s.exhausted else 'not exhausted'}"
+                     + (", every interleaving" if s.complete
+                        else f", {s.cut} race reversal{'' if s.cut == 1 else 's'} cut by the bound"
+                        if s.method == "dpor" and s.exhausted else "") + ")")
         lines = [head]
         if self.counterexample is not None:
             lines.append("counterexample: " + self.counterexample.describe())

@@ -130,6 +130,7 @@ BoundedVerdict CheckFixBounded(const Program& program, const ReplayOptions& opti
   b.verdict.explored = x.runs;
   b.exhausted = x.exhausted;
   b.pruned = x.pruned;
+  b.cut = x.cut;
   if (x.failed) {
     b.verdict.holds = false;
     sim::ScheduleReplay again(x.failing);

@@ -179,7 +179,8 @@ const std::vector<ThreadId>& Initials(const std::vector<Node>& path,
 }
 
 template <typename Add>
-void AddRaceReversals(std::vector<Node>& path, Add&& add, uint64_t& covered_races) {
+void AddRaceReversals(std::vector<Node>& path, Add&& add, uint64_t& covered_races,
+                      uint64_t& cut_races) {
   const size_t n = path.size();
   ThreadId threads = 0;
   for (const Node& node : path) threads = std::max<ThreadId>(threads, static_cast<ThreadId>(node.pending.size()));
@@ -269,16 +270,22 @@ void AddRaceReversals(std::vector<Node>& path, Add&& add, uint64_t& covered_race
           covered |= path[j].backtrack.count(t) != 0 || path[j].done.count(t) != 0;
         if (covered) ++covered_races;
         if (!covered) {
-          // One initial: awake ones first, then any within the preemption bound.
-          bool added = false;
+          // One initial: awake ones first, then any within the preemption bound. Any choice
+          // the bound refuses makes the search differ from the unbounded one: the race is cut.
+          bool added = false, refused = false;
           for (int pass = 0; pass < 2 && !added; ++pass)
             for (ThreadId t : initials)
-              if ((pass == 1 || !path[j].sleep.count(t)) && add(path[j], t)) {
-                added = true;
-                break;
+              if (pass == 1 || !path[j].sleep.count(t)) {
+                if (add(path[j], t)) {
+                  added = true;
+                  break;
+                }
+                refused = true;
               }
           if (initials.empty())
-            for (ThreadId t : path[j].runnable) add(path[j], t);  // i's thread is blocked at j
+            for (ThreadId t : path[j].runnable)  // i's thread is blocked at j
+              refused |= !add(path[j], t);
+          if (refused) ++cut_races;
         }
         if (pj.access != Access::kRead) break;  // earlier ones happen before j
       }
@@ -315,7 +322,7 @@ ExploreResult Explorer::Explore(const std::function<bool(Strategy&)>& run) {
       for (Node& n : path)
         for (ThreadId t : n.runnable) add(n, t);
     } else {
-      AddRaceReversals(path, add, r.pruned);
+      AddRaceReversals(path, add, r.pruned, r.cut);
     }
     // The deepest node with a choice left.
     size_t j = path.size();

@@ -80,6 +80,21 @@ class CheckFromJson(unittest.TestCase):
                 self.assertEqual(r.exit_code, code)
                 self.assertIsNone(r.counterexample)
 
+    def test_a_holds_says_whether_the_bound_cut_the_search(self):
+        # DPOR under a bound covers its own schedules; only with no race reversal cut by the
+        # bound did it cover every interleaving. The summary line says which.
+        d = check_json("holds", True)
+        d["search"].update(cut=12, complete=False)
+        cut = CheckResult.from_json(d, 0, ["rerace"], [])
+        self.assertEqual((cut.search.cut, cut.search.complete), (12, False))
+        self.assertIn("12 race reversals cut by the bound", str(cut).splitlines()[0])
+        self.assertNotIn("every interleaving", str(cut))
+        d["search"].update(cut=0, complete=True)
+        whole = CheckResult.from_json(d, 0, ["rerace"], [])
+        self.assertTrue(whole.search.complete)
+        self.assertIn("every interleaving", str(whole).splitlines()[0])
+        self.assertNotIn("cut", str(whole).splitlines()[0])
+
     def test_a_verdict_the_exit_code_contradicts_is_an_error(self):
         with self.assertRaises(rerace.Error) as e:
             CheckResult.from_json(check_json("holds", True), 1, ["rerace"], [])

@@ -30,7 +30,7 @@ TEST(Command, CheckHoldsForLockRunAndSaysSo) {
   const CheckOutput r = RunCheckCommand(c);
   ASSERT_FALSE(r.error.has_value()) << r.error->message;
   EXPECT_EQ(r.exit_code, kExitOk);
-  EXPECT_TRUE(Has(r.out, "verdict: fix 'lock-run' holds for every interleaving")) << r.out;
+  EXPECT_TRUE(Has(r.out, "verdict: fix 'lock-run' holds for every schedule of a DPOR search")) << r.out;
   EXPECT_TRUE(Has(r.out, "\ncost: with lock-run the step takes")) << r.out;
   EXPECT_EQ(r.verdict, "holds");
   EXPECT_GT(r.explored, 50u);

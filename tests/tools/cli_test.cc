@@ -141,18 +141,42 @@ TEST(CliReplay, CheckHoldsIsExitZeroAndFailsIsExitOne) {
   const CliRun holds = Rerace("check --engine model " + Sample() + " --fix lock-run --runs 200");
   EXPECT_EQ(holds.code, 0) << holds.out;
   // Without --bound: DPOR at bound 1 first, then the sampled schedules; it says which.
-  EXPECT_NE(holds.out.find("verdict: fix 'lock-run' holds for every interleaving that DPOR "
-                           "distinguishes with at most 1 preemption ("),
+  // DPOR at bound 1 refuses race reversals on this recording: the verdict covers the
+  // search's schedules and says it is not every interleaving within the bound.
+  EXPECT_NE(holds.out.find("verdict: fix 'lock-run' holds for every schedule of a DPOR search at "
+                           "bound 1 ("),
             std::string::npos)
       << holds.out;
-  EXPECT_NE(holds.out.find("search exhausted), and for every schedule sampled after it: 200"),
+  EXPECT_NE(holds.out.find("search exhausted), which is not every interleaving with at most 1 "
+                           "preemption: the bound refused "),
+            std::string::npos)
+      << holds.out;
+  EXPECT_NE(holds.out.find(" race reversals it found, and for every schedule sampled after it: 200"),
             std::string::npos)
       << holds.out;
   EXPECT_NE(holds.out.find("Chosen without --bound: bound 1, 200 sampled runs"), std::string::npos);
   const CliRun bounded = Rerace("check --engine model " + Sample() + " --fix lock-run --bound 2");
   EXPECT_EQ(bounded.code, 0) << bounded.out;
-  EXPECT_NE(bounded.out.find("with at most 2 preemptions ("), std::string::npos) << bounded.out;
+  EXPECT_NE(bounded.out.find("DPOR search at bound 2 ("), std::string::npos) << bounded.out;
+  EXPECT_EQ(bounded.out.find("holds for every interleaving"), std::string::npos) << bounded.out;
   EXPECT_EQ(bounded.out.find("sampled"), std::string::npos) << bounded.out;
+  // Two threads, one tuner: at bound 2 the bound refuses no race reversal, and only then does
+  // the verdict claim every interleaving (JSON: "complete"); at bound 1 it refuses some.
+  const std::string two = ::testing::TempDir() + "/cli-two-threads.rrt";
+  ASSERT_EQ(Rerace("synth -o " + two + " --threads 2 --configs 2 --other-launches 0").code, 0);
+  const CliRun whole = Rerace("check --engine model " + two + " --fix lock-run --bound 2");
+  EXPECT_EQ(whole.code, 0) << whole.out;
+  EXPECT_NE(whole.out.find("holds for every interleaving (DPOR: "), std::string::npos) << whole.out;
+  EXPECT_NE(whole.out.find("search exhausted; the bound of 2 preemptions cut no race reversal)"),
+            std::string::npos)
+      << whole.out;
+  const CliRun part = Rerace("check --engine model " + two + " --fix lock-run --bound 1 --json");
+  EXPECT_EQ(part.code, 0) << part.out;
+  EXPECT_NE(part.out.find("\"exhausted\":true,\"cut\":"), std::string::npos) << part.out;
+  EXPECT_NE(part.out.find(",\"complete\":false,"), std::string::npos) << part.out;
+  EXPECT_EQ(part.out.find("\"cut\":0,"), std::string::npos) << part.out;
+  const CliRun whole_json = Rerace("check --engine model " + two + " --fix lock-run --bound 2 --json");
+  EXPECT_NE(whole_json.out.find("\"cut\":0,\"complete\":true,"), std::string::npos) << whole_json.out;
   const CliRun fails = Rerace("check --engine model " + Sample() + " --fix tls-nargs --runs 200");
   EXPECT_EQ(fails.code, 1) << fails.out;
   EXPECT_NE(fails.out.find("verdict: fix 'tls-nargs' FAILS"), std::string::npos);

@@ -46,10 +46,12 @@ void RegisterCheck(CLI::App& app, CommandTable& table) {
       ->default_val(1)
       ->check(flags::Count(0, std::numeric_limits<uint64_t>::max()));
   auto* bound = c->add_option("--bound", ca->bound,
-                "Explore systematically every interleaving with at most B preemptions that DPOR "
-                "(source sets, sleep sets) distinguishes; without it, DPOR at bound 1 (at most "
-                "20000 runs) and then --runs sampled schedules. --bound 0 never preempts: it cannot reach "
-                "a race and gives no verdict")
+                "Explore systematically with DPOR (source sets, sleep sets) at a bound of B "
+                "preemptions; without it, DPOR at bound 1 (at most 20000 runs) and then --runs "
+                "sampled schedules. DPOR under a bound is not every interleaving with at most B "
+                "preemptions: the verdict says how many race reversals the bound refused, and "
+                "'every interleaving' only when it refused none (--naive runs every schedule "
+                "within B). --bound 0 never preempts: it cannot reach a race and gives no verdict")
       ->check(flags::Count(0, 100));
   c->add_flag("--allow-truncated", cmd.allow_truncated,
               "Check a truncated trace (no footer, or cut short): the verdict then covers only the "

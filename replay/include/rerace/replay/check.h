@@ -73,15 +73,19 @@ Verdict SampleSchedules(Replayer& replayer, uint64_t runs, uint64_t seed,
 // kernels, no calibrated CPU or GPU.
 Verdict PriceFix(const Program& program, const ReplayOptions& options);
 
-// Systematic: every schedule with at most `bound` preemptions that DPOR (or, with naive, a
-// plain depth-first search) distinguishes, up to `max_runs`. `exhausted` says whether the
-// search finished within the budget.
+// Systematic: DPOR at a preemption bound (or, with naive, a plain depth-first search of every
+// schedule with at most `bound` preemptions), up to `max_runs`. `exhausted` says whether the
+// search finished within the budget. DPOR under a bound does not reach every interleaving
+// within it (sim/explore.h): `cut` counts the races whose reversal the bound refused; an
+// exhausted DPOR search with none cut covered every interleaving (`Complete`).
 struct BoundedVerdict {
   Verdict verdict;
   bool exhausted = false;
   bool naive = false;
   uint32_t bound = 0;
   uint64_t pruned = 0;  // DPOR: choices pruned by source sets and sleep sets
+  uint64_t cut = 0;     // DPOR: races the bound kept from being reversed
+  bool Complete() const { return exhausted && !naive && cut == 0; }
 };
 BoundedVerdict CheckFixBounded(const Program& program, const ReplayOptions& options,
                                uint32_t bound, uint64_t max_runs, bool naive,
@@ -89,8 +93,7 @@ BoundedVerdict CheckFixBounded(const Program& program, const ReplayOptions& opti
 
 // ---- the check policy ----
 
-// Without a bound, DPOR explores every interleaving with at most this many preemptions that
-// it distinguishes, within kAutoMaxRuns runs (kAutoMaxRunsPython for the real code, which runs
+// Without a bound, DPOR explores at this preemption bound within kAutoMaxRuns runs (kAutoMaxRunsPython for the real code, which runs
 // tens of schedules a second, not thousands), before the sampled schedules.
 inline constexpr uint32_t kAutoBound = 1;
 inline constexpr uint64_t kAutoMaxRuns = 20'000;
