@@ -19,11 +19,21 @@ class RaceFound(AssertionError):
     """A check that did not hold, or a replay or fuzz that failed; str() is the report."""
 
 
-def assert_holds(result: CheckResult) -> CheckResult:
+def assert_holds(result: CheckResult, every_interleaving: bool = False) -> CheckResult:
     """Passes only on ``holds``: ``fails`` and ``inconclusive`` raise RaceFound with the report
-    (the counterexample's findings and replay command, or why the search was not exhausted)."""
+    (the counterexample's findings and replay command, or why the search was not exhausted).
+
+    A ``holds`` of DPOR under a preemption bound covers the search's schedules, not every
+    interleaving within the bound (``result.search.cut`` race reversals refused by the bound).
+    With ``every_interleaving=True`` only a search that covered every interleaving passes
+    (``result.search.complete``)."""
     if not result.holds:
         raise RaceFound(result.describe())
+    if every_interleaving and not result.search.complete:
+        s = result.search
+        raise RaceFound(f"holds, but not for every interleaving: the {s.method} search at bound "
+                        f"{s.bound} ran {s.runs} schedules and the bound refused {s.cut} race "
+                        f"reversal{'' if s.cut == 1 else 's'} it found\n{result.describe()}")
     return result
 
 

@@ -94,6 +94,12 @@ class CheckFromJson(unittest.TestCase):
         self.assertTrue(whole.search.complete)
         self.assertIn("every interleaving", str(whole).splitlines()[0])
         self.assertNotIn("cut", str(whole).splitlines()[0])
+        # assert_holds passes both; asked for every interleaving, only the complete one.
+        assert_holds(cut)
+        assert_holds(whole, every_interleaving=True)
+        with self.assertRaises(RaceFound) as e:
+            assert_holds(cut, every_interleaving=True)
+        self.assertIn("the bound refused 12 race reversals", str(e.exception))
 
     def test_a_verdict_the_exit_code_contradicts_is_an_error(self):
         with self.assertRaises(rerace.Error) as e:
