@@ -234,11 +234,13 @@ class CheckResult:
         # A counterexample needs no account of the search (it may have come from the sampled
         # schedules before it, when the search's bound and budget say nothing).
         if self.counterexample is None:
+            covered = ""  # what an exhausted DPOR search covered (a bound can cut it)
+            if s.complete:
+                covered = ", every interleaving"
+            elif s.method == "dpor" and s.exhausted:
+                covered = f", {s.cut} race reversal{'' if s.cut == 1 else 's'} cut by the bound"
             head += (f" ({s.method}, bound {s.bound}, "
-                     f"{'exhausted' if s.exhausted else 'not exhausted'}"
-                     + (", every interleaving" if s.complete
-                        else f", {s.cut} race reversal{'' if s.cut == 1 else 's'} cut by the bound"
-                        if s.method == "dpor" and s.exhausted else "") + ")")
+                     f"{'exhausted' if s.exhausted else 'not exhausted'}{covered})")
         lines = [head]
         if self.counterexample is not None:
             lines.append("counterexample: " + self.counterexample.describe())

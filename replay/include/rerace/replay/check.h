@@ -93,8 +93,9 @@ BoundedVerdict CheckFixBounded(const Program& program, const ReplayOptions& opti
 
 // ---- the check policy ----
 
-// Without a bound, DPOR explores at this preemption bound within kAutoMaxRuns runs (kAutoMaxRunsPython for the real code, which runs
-// tens of schedules a second, not thousands), before the sampled schedules.
+// Without a bound, DPOR explores at this preemption bound within kAutoMaxRuns runs
+// (kAutoMaxRunsPython for the real code, which runs tens of schedules a second, not
+// thousands), before the sampled schedules.
 inline constexpr uint32_t kAutoBound = 1;
 inline constexpr uint64_t kAutoMaxRuns = 20'000;
 inline constexpr uint64_t kAutoMaxRunsPython = 200;
