@@ -156,7 +156,8 @@ Verdict CheckFix(const Program& program, const ReplayOptions& options, uint64_t 
   return v;
 }
 
-Verdict SampleSchedules(Replayer& rep, uint64_t runs, uint64_t seed, const CheckProgress& progress) {
+Verdict SampleSchedules(Replayer& rep, uint64_t runs, uint64_t seed, const CheckProgress& progress,
+                        const char* phase) {
   const ReplayOptions& options = rep.options();
   Verdict v;
   v.pct_steps = MeasureShape(rep).steps;
@@ -166,7 +167,7 @@ Verdict SampleSchedules(Replayer& rep, uint64_t runs, uint64_t seed, const Check
     ReplayResult r = rep.Run(*strategy);
     if (v.explored == 0) v.reach = r.notes;
     ++v.explored;
-    if (progress) progress(v.explored, "sampled");
+    if (progress) progress(v.explored, phase);
     if (options.detect_races) MergeRaces(v.races, r.races);
     if (Hits(r, options.target)) {
       v.holds = false;

@@ -1,6 +1,9 @@
 // replay/src/check_policy.cc: what `rerace check` explores (the check policy of check.h).
 #include <algorithm>
 #include <memory>
+#include <string>
+
+#include <fmt/format.h>
 
 #include "rerace/replay/check.h"
 
@@ -43,7 +46,7 @@ CheckOutcome CheckFix(const Program& program, const ReplayOptions& options, cons
   out.plan = plan;
   if (plan.probe_runs > 0) {
     Replayer rep(program, options);
-    Verdict probe = SampleSchedules(rep, plan.probe_runs, plan.seed, progress);
+    Verdict probe = SampleSchedules(rep, plan.probe_runs, plan.seed, progress, "probe");
     out.probed = probe.explored;
     if (!probe.holds) {
       // The cost of a failing fix is its failure: CheckFix's own runs price it.
@@ -71,6 +74,18 @@ CheckOutcome CheckFix(const Program& program, const ReplayOptions& options, cons
   out.verdict.reach = out.systematic.verdict.reach;
   if (!out.verdict.holds) out.seed = out.verdict.counterexample_seed;
   return out;
+}
+
+std::string CheckProgressLine(std::string_view trace, uint64_t runs, std::string_view phase,
+                              const CheckPlan& plan, double seconds) {
+  if (phase == "probe")
+    return fmt::format("{}: sampling before the search: {} of {} schedules ({:.0f} s)", trace,
+                       runs, plan.probe_runs, seconds);
+  if (phase == "sampled")
+    return fmt::format("{}: sampling after the search: {} of {} schedules ({:.0f} s)", trace, runs,
+                       plan.sampled_runs, seconds);
+  return fmt::format("{}: {} at bound {}: {} of at most {} schedules ({:.0f} s)", trace, phase,
+                     plan.bound, runs, plan.max_runs, seconds);
 }
 
 }  // namespace rerace::replay

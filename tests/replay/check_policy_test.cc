@@ -2,6 +2,8 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "rerace/replay/check.h"
 #include "rerace/replay/program.h"
@@ -120,6 +122,47 @@ TEST(CheckPolicy, AProbeBeforeTheSearchGivesASeededCounterexampleOrCountsItsRuns
   EXPECT_EQ(lock.probed, 6u);
   EXPECT_GT(lock.systematic.verdict.explored, 0u);
   EXPECT_EQ(lock.verdict.explored, lock.systematic.verdict.explored + 6);
+}
+
+// Progress (`check` on a terminal): each phase is named as it runs and its line counts against
+// that phase's own budget. A probe's line once read "sampled at bound 2: 1 of at most 0
+// schedules", the later portfolio's budget, which a bounded check does not run.
+TEST(CheckPolicy, ProgressNamesEachPhaseAgainstItsOwnBudget) {
+  const Program p = SynthesizedProgram(traces::Scenario{}, "check-policy-progress");
+  CheckRequest r;
+  r.runs = 5;
+  r.runs_given = true;
+  r.max_runs = 40;
+  r.max_runs_given = true;
+  CheckPlan plan = PlanCheck(r, "model");  // automatic: DPOR, then the sampled portfolio
+  plan.probe_runs = 3;
+  std::vector<std::pair<std::string, uint64_t>> seen;
+  const CheckOutcome lock = CheckFix(p, WithFix("lock-run"), plan, [&](uint64_t runs, const char* phase) {
+    seen.emplace_back(phase, runs);
+  });
+  ASSERT_TRUE(lock.verdict.holds);
+  const uint64_t searched = lock.systematic.verdict.explored;
+  ASSERT_EQ(seen.size(), 3 + searched + 5);
+  for (size_t i = 0; i < seen.size(); ++i) {
+    const char* want = i < 3 ? "probe" : i < 3 + searched ? "DPOR" : "sampled";
+    const uint64_t n = i < 3 ? i + 1 : i < 3 + searched ? i - 3 + 1 : i - 3 - searched + 1;
+    EXPECT_EQ(seen[i].first, want) << i;
+    EXPECT_EQ(seen[i].second, n) << i;
+  }
+  EXPECT_EQ(CheckProgressLine("t.rrt", 2, "probe", plan, 0.4),
+            "t.rrt: sampling before the search: 2 of 3 schedules (0 s)");
+  EXPECT_EQ(CheckProgressLine("t.rrt", 7, "DPOR", plan, 2.6),
+            "t.rrt: DPOR at bound " + std::to_string(plan.bound) + ": 7 of at most 40 schedules (3 s)");
+  EXPECT_EQ(CheckProgressLine("t.rrt", 4, "sampled", plan, 1),
+            "t.rrt: sampling after the search: 4 of 5 schedules (1 s)");
+  r.bound = 2;
+  r.naive = true;
+  const CheckPlan bounded = PlanCheck(r, "python");
+  EXPECT_EQ(CheckProgressLine("t.rrt", 1, "probe", bounded, 0),
+            "t.rrt: sampling before the search: 1 of " + std::to_string(bounded.probe_runs) +
+                " schedules (0 s)");
+  EXPECT_EQ(CheckProgressLine("t.rrt", 9, "bounded DFS", bounded, 0),
+            "t.rrt: bounded DFS at bound 2: 9 of at most 40 schedules (0 s)");
 }
 
 }  // namespace

@@ -81,11 +81,8 @@ void RegisterCheck(CLI::App& app, CommandTable& table) {
         if (now - *last < std::chrono::milliseconds(250)) return;
         *last = now;
         const double secs = std::chrono::duration<double>(now - start).count();
-        const bool sampled = std::string_view(phase) == "sampled";
-        std::fprintf(stderr, "\r\033[K%s: %s at bound %u: %llu of at most %llu schedules (%.0f s)",
-                     trace.c_str(), phase, plan.bound, static_cast<unsigned long long>(runs),
-                     static_cast<unsigned long long>(sampled ? plan.sampled_runs : plan.max_runs),
-                     secs);
+        std::fprintf(stderr, "\r\033[K%s",
+                     replay::CheckProgressLine(trace, runs, phase, plan, secs).c_str());
       };
       command.progress_done = [] { std::fprintf(stderr, "\r\033[K"); };
     }

@@ -23,6 +23,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <string>
 #include <string_view>
 
 #include "rerace/replay/replay.h"
@@ -58,14 +59,17 @@ struct StepShape {
 StepShape MeasureShape(Replayer& replayer);
 
 // Called after each schedule a check runs, with the schedules run so far in this phase and
-// the phase ("DPOR", "bounded DFS", "sampled"); for a progress line. On the caller's thread.
+// the phase: "probe" (the sampled schedules before the systematic search), "DPOR" or "bounded
+// DFS" (the search), "sampled" (the portfolio after it); for a progress line
+// (CheckProgressLine). On the caller's thread.
 using CheckProgress = std::function<void(uint64_t runs, const char* phase)>;
 
 Verdict CheckFix(const Program& program, const ReplayOptions& options, uint64_t runs,
                  uint64_t seed, const CheckProgress& progress = {});
 // CheckFix's schedules without its cost (the verdict's makespans and cost stay empty).
+// `phase` is what `progress` is told.
 Verdict SampleSchedules(Replayer& replayer, uint64_t runs, uint64_t seed,
-                        const CheckProgress& progress = {});
+                        const CheckProgress& progress = {}, const char* phase = "sampled");
 
 // The cost part of a verdict alone (makespans, cost, duplicate tuning), as CheckFix prices it.
 // The real-code engine's fixes are priced by the model of the same fix (cost.priced_by
@@ -147,5 +151,11 @@ struct CheckOutcome {
 };
 CheckOutcome CheckFix(const Program& program, const ReplayOptions& options, const CheckPlan& plan,
                       const CheckProgress& progress = {});
+
+// The progress line of `runs` schedules of `phase` (CheckProgress) in a check of `trace` under
+// `plan`, `seconds` after it started, without a newline: each phase counts against its own
+// budget (the probe's runs, the search's --max-runs at its bound, the sampled portfolio's).
+std::string CheckProgressLine(std::string_view trace, uint64_t runs, std::string_view phase,
+                              const CheckPlan& plan, double seconds);
 
 }  // namespace rerace::replay
