@@ -255,6 +255,32 @@ TEST(Explore, BoundedDporCountsTheRacesTheBoundCutAndWithoutCutsReachesEveryOutc
   EXPECT_GT(missed, 0);
 }
 
+// A bounded search that cut nothing is the unbounded search, run for run, with three threads
+// and a lock too (programs whose naive reference search is too long for the test above).
+TEST(Explore, BoundedDporThatCutNothingIsTheUnboundedSearchWithLocksAndThreeThreads) {
+  int uncut = 0, cut = 0;
+  for (uint64_t seed = 1; seed <= 60; ++seed) {
+    const RandomProgram prog = MakeRandomProgram(seed, 3, true);
+    const auto [every, u] = Outcomes(prog, Explorer::Mode::kDpor);
+    ASSERT_TRUE(u.exhausted);
+    ASSERT_EQ(u.cut, 0u);
+    for (uint32_t bound : {0u, 1u, 2u}) {
+      SCOPED_TRACE(::testing::Message() << "seed " << seed << ", bound " << bound);
+      const auto [dpor, d] = Outcomes(prog, Explorer::Mode::kDpor, bound);
+      ASSERT_TRUE(d.exhausted);
+      if (d.cut > 0) {
+        ++cut;
+        continue;
+      }
+      ++uncut;
+      EXPECT_EQ(d.runs, u.runs);
+      EXPECT_EQ(dpor, every);
+    }
+  }
+  EXPECT_GT(uncut, 0);
+  EXPECT_GT(cut, 0);
+}
+
 // Merges every point whose label starts with "in-step" into the step before it.
 class MergeInStep final : public StepMerge {
  public:
