@@ -4,8 +4,6 @@
 #include <algorithm>
 #include <set>
 #include <map>
-#include <cstdlib>
-#include <cstdio>
 
 namespace rerace::sim {
 
@@ -304,7 +302,7 @@ ExploreResult Explorer::Explore(const std::function<bool(Strategy&)>& run) {
       r.budget_hit = true;
       return r;
     }
-    Follow follow(path, prefix, mode_ == Mode::kDpor && !std::getenv("RERACE_NO_SLEEP"));
+    Follow follow(path, prefix, mode_ == Mode::kDpor);
     const bool failed = run(follow);
     ++r.runs;
     if (failed) {
