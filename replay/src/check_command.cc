@@ -56,7 +56,7 @@ CheckOutput RunCheckCommand(const CheckCommand& command) {
   auto engine_choice = ResolveEngine(a.trace, a.options, false);
   if (!engine_choice) return Fail(out, engine_choice.error());
   auto colour = [&](const std::string& text) { return ColourReport(text, a.options.colour); };
-  if (auto same = RefuseOutputsAreInputs({{"--perfetto", a.perfetto}, {"--save-schedule", a.save}},
+  if (auto same = RefuseOutputsAreInputs({{"--perfetto", a.perfetto}, {"--save-schedule", a.save}, {"--junit", a.junit}},
                                          {a.trace}, a.options);
       !same)
     return Fail(out, same.error());
@@ -121,69 +121,21 @@ CheckOutput RunCheckCommand(const CheckCommand& command) {
   auto ms = [](Nanos n) { return static_cast<double>(n) / 1e6; };
   if (!a.options.patches.empty()) v.cost.fix = CheckedLabel(a.options);  // the cost names what the verdict does
   if (auto s = SaveCounterexample(a, v, seed); !s) return Fail(out, s.error());
-  auto finish = [&](int exit_code) {
-    CheckOutput done = Done(out, exit_code);
-    done.verdict = !v.holds ? "fails" : inconclusive ? "inconclusive" : "holds";
-    done.explored = v.explored;
-    if (v.counterexample) done.counterexample = v.counterexample->run.schedule.Encode();
-    return done;
-  };
-  if (a.options.json) {
-    out += Sprintf("{\"trace\":\"%s\",\"fix\":\"%s\",%s\"failure\":\"%s\",\"verdict\":\"%s\",\"explored\":%llu,"
-                "\"search\":{\"method\":\"%s\",\"bound\":%u,\"runs\":%llu,\"max_runs\":%llu,"
-                "\"exhausted\":%s,\"cut\":%llu,\"complete\":%s,\"sampled\":%llu,\"probed\":%llu},"
-                "\"makespan_fix_ns\":%llu,\"makespan_none_ns\":%llu,\"makespan_recorded_ns\":%llu,"
-                "\"cost\":%s,\"counterexample\":%s%s%s}\n",
-                JsonEscape(a.trace).c_str(), JsonEscape(a.options.fix).c_str(), CheckedJson(a.options).c_str(),
-                JsonEscape(a.options.failure).c_str(), !v.holds ? "fails" : inconclusive ? "inconclusive" : "holds",
-                static_cast<unsigned long long>(v.explored),
-                systematic.naive ? "bounded-dfs" : "dpor", systematic.bound,
-                static_cast<unsigned long long>(systematic.verdict.explored),
-                static_cast<unsigned long long>(plan.max_runs), systematic.exhausted ? "true" : "false",
-                static_cast<unsigned long long>(systematic.cut), systematic.Complete() ? "true" : "false",
-                static_cast<unsigned long long>(v.explored - systematic.verdict.explored - outcome.probed),
-                static_cast<unsigned long long>(outcome.probed),
-                static_cast<unsigned long long>(v.makespan_fix),
-                static_cast<unsigned long long>(v.makespan_none),
-                static_cast<unsigned long long>(v.makespan_recorded),
-                v.holds ? CostJson(v.cost).c_str() : "null",
-                v.counterexample ? FormatJson(*v.counterexample, l->program).c_str() : "null",
-                a.options.races ? (",\"races\":" + RacesJson(v.races)).c_str() : "",
-                assumed.empty() ? "" : (",\"assumed\":\"" + JsonEscape(assumed) + "\"").c_str());
-    return finish(v.holds ? holds_exit : kExitFound);
-  }
+  const char* verdict = !v.holds ? "fails" : inconclusive ? "inconclusive" : "holds";
+  // The verdict in one line, uncoloured: the text report's first line and the JUnit case's
+  // message, so both say the same.
+  std::string verdict_line;
   if (!v.holds) {
-    std::string hint;
-    if (!a.save.empty()) {
-      hint = fmt::format("counterexample saved: replay it with: {} --schedule {}",
-                         ReplayCommandLine(a.trace, a.options), ShellQuote(a.save));
-    } else {
-      hint = fmt::format("replay it (add --save-schedule FILE to keep it): {} --schedule {}",
-                         ReplayCommandLine(a.trace, a.options), ShellQuote(v.counterexample->run.schedule.Encode()));
-    }
-    if (!a.perfetto.empty()) {
-      Replayer rep(l->program, l->options);
-      sim::ScheduleReplay again(v.counterexample->run.schedule);
-      replay::StepLog log(again);
-      const ReplayResult r = rep.Run(log);
-      if (auto w = WriteOutput(a.perfetto, replay::ReplayTimeline(r, log.steps())); !w)
-        return Fail(out, w.error());
-    }
     const auto& found = v.counterexample->findings;
     if (!found.empty() && found.front().code == "patch-not-reached")
       // Its own words: no schedule checked the patch, which never ran (docs/ENGINE.md).
-      out += colour(fmt::format("verdict: {} FAILS{}: the patch never ran (patch-not-reached): "
-                                    "{}, after {} schedules ({})\n",
-                                    CheckedLabel(a.options), against, found.front().message, v.explored,
-                                    v.counterexample->strategy))
-                     ;
+      verdict_line = fmt::format("verdict: {} FAILS{}: the patch never ran (patch-not-reached): "
+                                 "{}, after {} schedules ({})\n",
+                                 CheckedLabel(a.options), against, found.front().message, v.explored,
+                                 v.counterexample->strategy);
     else
-      out += colour(fmt::format("verdict: {} FAILS{}: counterexample found after {} schedules ({})\n",
-                                    CheckedLabel(a.options), against, v.explored, v.counterexample->strategy))
-                     ;
-    out += assumed_line;
-    out += colour(FormatReport(*v.counterexample, l->program, hint));
-    out += Sprintf("%s\n", shrink_note.c_str());
+      verdict_line = fmt::format("verdict: {} FAILS{}: counterexample found after {} schedules ({})\n",
+                                 CheckedLabel(a.options), against, v.explored, v.counterexample->strategy);
   } else {
     // What the search covered, in words that claim no more. DPOR under a bound does not reach
     // every interleaving within it (sim/explore.h): only a search the bound cut no race reversal
@@ -212,36 +164,98 @@ CheckOutput RunCheckCommand(const CheckCommand& command) {
         covered + (outcome.probed > 0 ? fmt::format(", after {} sampled schedules found nothing", outcome.probed)
                                       : std::string());
     if (no_preemption) {
-      out += Sprintf("verdict: inconclusive: %s did not fail%s in %llu schedule(s) without "
-                  "preemption, but --bound 0 never preempts a thread, so it cannot reach a race: "
-                  "this certifies nothing. Use --bound 1 or more, or no --bound.\n",
-                  CheckedLabel(a.options).c_str(), against.c_str(), static_cast<unsigned long long>(v.explored));
+      verdict_line = fmt::format(
+          "verdict: inconclusive: {} did not fail{} in {} schedule(s) without preemption, but "
+          "--bound 0 never preempts a thread, so it cannot reach a race: this certifies nothing. "
+          "Use --bound 1 or more, or no --bound.\n",
+          CheckedLabel(a.options), against, v.explored);
     } else if (inconclusive) {
       // Stopped by its budget: say what was run and what was not, never "holds".
-      out += colour(fmt::format(
-                     "verdict: inconclusive: no counterexample to {}{} in {} schedules, but the "
-                     "{} search at bound {} was not exhausted (stopped at the budget of {} runs{}){}: "
-                     "this is not a 'holds'. Give --max-runs more runs, or a lower --bound.\n",
-                     CheckedLabel(a.options), against, v.explored, systematic.naive ? "bounded depth-first" : "DPOR",
-                     systematic.bound, plan.max_runs, a.max_runs_given ? ", --max-runs" : "",
-                     v.explored > systematic.verdict.explored
-                         ? fmt::format("; {} sampled schedules found nothing either",
-                                       v.explored - systematic.verdict.explored)
-                         : std::string()))
-                     ;
+      verdict_line = fmt::format(
+          "verdict: inconclusive: no counterexample to {}{} in {} schedules, but the "
+          "{} search at bound {} was not exhausted (stopped at the budget of {} runs{}){}: "
+          "this is not a 'holds'. Give --max-runs more runs, or a lower --bound.\n",
+          CheckedLabel(a.options), against, v.explored, systematic.naive ? "bounded depth-first" : "DPOR",
+          systematic.bound, plan.max_runs, a.max_runs_given ? ", --max-runs" : "",
+          v.explored > systematic.verdict.explored
+              ? fmt::format("; {} sampled schedules found nothing either",
+                            v.explored - systematic.verdict.explored)
+              : std::string());
     } else if (!automatic) {
-      out += colour(fmt::format("verdict: {} holds{} for {}\n", CheckedLabel(a.options), against, systematic_text));
+      verdict_line = fmt::format("verdict: {} holds{} for {}\n", CheckedLabel(a.options), against, systematic_text);
     } else {
-      out += colour(fmt::format("verdict: {} holds{} for {}, and for every schedule "
-                                    "sampled after it: {} (random walk, PCT d=2 and d=3 over k={} "
-                                    "steps, seeds {}..{}). Chosen without --bound: bound {}, "
-                                    "{} sampled runs; --bound B --max-runs N explores further.\n",
-                                    CheckedLabel(a.options), against, systematic_text, plan.sampled_runs,
-                                    v.pct_steps, plan.seed + plan.probe_runs,
-                                    plan.seed + plan.probe_runs + plan.sampled_runs - 1,
-                                    plan.bound, plan.sampled_runs))
-                     ;
+      verdict_line = fmt::format("verdict: {} holds{} for {}, and for every schedule "
+                                 "sampled after it: {} (random walk, PCT d=2 and d=3 over k={} "
+                                 "steps, seeds {}..{}). Chosen without --bound: bound {}, "
+                                 "{} sampled runs; --bound B --max-runs N explores further.\n",
+                                 CheckedLabel(a.options), against, systematic_text, plan.sampled_runs,
+                                 v.pct_steps, plan.seed + plan.probe_runs,
+                                 plan.seed + plan.probe_runs + plan.sampled_runs - 1,
+                                 plan.bound, plan.sampled_runs);
     }
+  }
+  // The failure's report (text mode, and the JUnit case of a fix that fails).
+  std::string failure_report;
+  if (!v.holds) {
+    std::string hint;
+    if (!a.save.empty()) {
+      hint = fmt::format("counterexample saved: replay it with: {} --schedule {}",
+                         ReplayCommandLine(a.trace, a.options), ShellQuote(a.save));
+    } else {
+      hint = fmt::format("replay it (add --save-schedule FILE to keep it): {} --schedule {}",
+                         ReplayCommandLine(a.trace, a.options), ShellQuote(v.counterexample->run.schedule.Encode()));
+    }
+    failure_report = FormatReport(*v.counterexample, l->program, hint);
+  }
+  if (!a.junit.empty())
+    if (auto w = WriteOutput(a.junit, CheckJunit(a.trace, CheckedLabel(a.options) + against, verdict,
+                                                 verdict_line, failure_report));
+        !w)
+      return Fail(out, w.error());
+  if (!v.holds && !a.perfetto.empty()) {
+    Replayer rep(l->program, l->options);
+    sim::ScheduleReplay again(v.counterexample->run.schedule);
+    replay::StepLog log(again);
+    const ReplayResult r = rep.Run(log);
+    if (auto w = WriteOutput(a.perfetto, replay::ReplayTimeline(r, log.steps())); !w)
+      return Fail(out, w.error());
+  }
+  auto finish = [&](int exit_code) {
+    CheckOutput done = Done(out, exit_code);
+    done.verdict = verdict;
+    done.explored = v.explored;
+    if (v.counterexample) done.counterexample = v.counterexample->run.schedule.Encode();
+    return done;
+  };
+  if (a.options.json) {
+    out += Sprintf("{\"trace\":\"%s\",\"fix\":\"%s\",%s\"failure\":\"%s\",\"verdict\":\"%s\",\"explored\":%llu,"
+                "\"search\":{\"method\":\"%s\",\"bound\":%u,\"runs\":%llu,\"max_runs\":%llu,"
+                "\"exhausted\":%s,\"cut\":%llu,\"complete\":%s,\"sampled\":%llu,\"probed\":%llu},"
+                "\"makespan_fix_ns\":%llu,\"makespan_none_ns\":%llu,\"makespan_recorded_ns\":%llu,"
+                "\"cost\":%s,\"counterexample\":%s%s%s}\n",
+                JsonEscape(a.trace).c_str(), JsonEscape(a.options.fix).c_str(), CheckedJson(a.options).c_str(),
+                JsonEscape(a.options.failure).c_str(), verdict,
+                static_cast<unsigned long long>(v.explored),
+                systematic.naive ? "bounded-dfs" : "dpor", systematic.bound,
+                static_cast<unsigned long long>(systematic.verdict.explored),
+                static_cast<unsigned long long>(plan.max_runs), systematic.exhausted ? "true" : "false",
+                static_cast<unsigned long long>(systematic.cut), systematic.Complete() ? "true" : "false",
+                static_cast<unsigned long long>(v.explored - systematic.verdict.explored - outcome.probed),
+                static_cast<unsigned long long>(outcome.probed),
+                static_cast<unsigned long long>(v.makespan_fix),
+                static_cast<unsigned long long>(v.makespan_none),
+                static_cast<unsigned long long>(v.makespan_recorded),
+                v.holds ? CostJson(v.cost).c_str() : "null",
+                v.counterexample ? FormatJson(*v.counterexample, l->program).c_str() : "null",
+                a.options.races ? (",\"races\":" + RacesJson(v.races)).c_str() : "",
+                assumed.empty() ? "" : (",\"assumed\":\"" + JsonEscape(assumed) + "\"").c_str());
+    return finish(v.holds ? holds_exit : kExitFound);
+  }
+  out += colour(verdict_line);
+  if (!v.holds) {
+    out += assumed_line;
+    out += colour(failure_report);
+    out += Sprintf("%s\n", shrink_note.c_str());
   }
   if (v.holds) out += assumed_line;
   // The patch it checked was on the path (a failing verdict's report has its own lines).

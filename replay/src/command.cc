@@ -183,6 +183,24 @@ Result<void> RefuseOutputsAreInputs(
   inputs.insert(inputs.end(), c.patches.begin(), c.patches.end());
   for (const auto& [flag, path] : outputs)
     if (auto r = RefuseOutputIsInput(flag, path, inputs); !r) return r;
+  // Two outputs of one command at one file: the second would replace the first. (A device or a
+  // FIFO, such as /dev/stdout, is written in place: two outputs may share it.)
+  auto same_file = [](const std::string& a, const std::string& b) {
+    std::error_code ea, eb;
+    const auto pa = std::filesystem::weakly_canonical(a, ea), pb = std::filesystem::weakly_canonical(b, eb);
+    if (ea || eb || pa != pb) return false;
+    struct stat st {};
+    return ::stat(a.c_str(), &st) != 0 || S_ISREG(st.st_mode);
+  };
+  for (size_t i = 0; i < outputs.size(); ++i)
+    for (size_t j = i + 1; j < outputs.size(); ++j)
+      if (!outputs[i].second.empty() && !outputs[j].second.empty() &&
+          same_file(outputs[i].second, outputs[j].second))
+        return Error{fmt::format("{} {} and {} {} name one file (the second would replace the "
+                                 "first); name two files",
+                                 outputs[i].first, outputs[i].second, outputs[j].first,
+                                 outputs[j].second),
+                     kExitUsage};
   return {};
 }
 

@@ -1,5 +1,7 @@
 // The command line as a user meets it: exit codes and one-line errors.
 #include <gtest/gtest.h>
+
+#include <filesystem>
 #include <sys/wait.h>
 
 #include <array>
@@ -267,6 +269,55 @@ TEST(CliCi, JunitOfAFuzzRunNamesEachDistinctFailure) {
   const std::string xml = Slurp(xml_path);
   EXPECT_NE(xml.find("tests=\"1\" failures=\"0\""), std::string::npos) << xml;
   EXPECT_NE(xml.find("name=\"fix lock-run (50 runs, random)\"/>"), std::string::npos) << xml;
+}
+
+// check --junit: the verdict as one test case, in the words the text report leads with: a fix
+// that fails is a failure (its report the text), one that holds passes (what the search
+// covered its output), a budget stop is skipped, never a pass. --json writes the same file,
+// and the --perfetto timeline too.
+TEST(CliCi, JunitOfACheckSaysHoldsFailsOrInconclusiveAsTheTextDoes) {
+  const std::string dir = ::testing::TempDir() + "/cli-check-junit";
+  std::filesystem::create_directories(dir);
+  const std::string t = SampleTrace("triton-none-h200.rrt");
+  const std::string base = "check --engine model " + t + " ";
+  auto first_line = [](const std::string& out) { return out.substr(0, out.find('\n')); };
+  struct Case {
+    const char* fix;
+    const char* more;
+    int code;
+    const char* verdict;
+    const char* element;  // what the test case holds
+  };
+  for (const Case& c : {Case{"none", "--bound 1", 1, "fails", "<failure message=\""},
+                        Case{"lock-run", "--bound 1", 0, "holds", "<system-out>"},
+                        Case{"lock-run", "--bound 2 --max-runs 3", 3, "inconclusive", "<skipped message=\""}}) {
+    SCOPED_TRACE(std::string(c.fix) + " " + c.more);
+    const std::string xml_path = dir + "/" + c.verdict + ".xml";
+    const CliRun r = Rerace(base + "--fix " + c.fix + " " + c.more + " --junit " + xml_path);
+    ASSERT_EQ(r.code, c.code) << r.out;
+    const std::string xml = Slurp(xml_path);
+    EXPECT_NE(xml.find("<property name=\"verdict\" value=\"" + std::string(c.verdict) + "\"/>"),
+              std::string::npos) << xml;
+    EXPECT_NE(xml.find(std::string(c.element) + first_line(r.out)), std::string::npos)
+        << first_line(r.out) << "\n" << xml;
+    EXPECT_NE(xml.find("failures=\"" + std::string(c.code == 1 ? "1" : "0") + "\" skipped=\"" +
+                       std::string(c.code == 3 ? "1" : "0") + "\""),
+              std::string::npos) << xml;
+    const CliRun j = Rerace(base + "--fix " + c.fix + " " + c.more + " --json --junit " + xml_path + "j");
+    EXPECT_EQ(j.code, c.code) << j.out;
+    EXPECT_EQ(Slurp(xml_path + "j"), xml);
+  }
+  const std::string timeline = dir + "/cx.json";
+  const CliRun p = Rerace(base + "--fix none --json --perfetto " + timeline);
+  EXPECT_EQ(p.code, 1) << p.out;
+  EXPECT_EQ(Slurp(timeline).rfind("{\"displayTimeUnit\":\"ns\"", 0), 0u);
+  // Two outputs at one file: refused before anything runs, the file untouched.
+  const std::string both = dir + "/both.xml";
+  const CliRun same = Rerace(base + "--fix none --junit " + both + " --perfetto " + dir + "/./both.xml");
+  EXPECT_EQ(same.code, 64) << same.out;
+  EXPECT_NE(same.out.find("name one file"), std::string::npos) << same.out;
+  EXPECT_FALSE(std::filesystem::exists(both));
+  EXPECT_EQ(Rerace(base + "--fix none --junit " + t).code, 64);  // the trace it reads
 }
 
 TEST(CliCi, PerfettoTimelinesOfAReplayAndOfARecordedTrace) {

@@ -154,6 +154,7 @@ struct CheckCommand {
   uint64_t seed = 1;
   std::string save;       // --save-schedule
   std::string perfetto;
+  std::string junit;      // --junit: the verdict as a JUnit test case (report.h CheckJunit)
   bool allow_truncated = false;
   // Called as schedules are explored, with the plan it follows; and once after the search.
   std::function<void(uint64_t runs, const char* phase, const CheckPlan& plan)> progress;

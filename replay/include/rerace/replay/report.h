@@ -1,6 +1,7 @@
 // replay/include/rerace/replay/report.h: the fuzz campaign's results as data, and their
 // renderings as `rerace fuzz` and `rerace merge` print them: the JSON that `fuzz --json` writes
-// and `merge` reads, the JUnit XML for CI pages, and the terminal colouring of reports.
+// and `merge` reads, the JUnit XML for CI pages (fuzz's and check's), and the terminal colouring
+// of reports.
 //
 // One result per trace and what was checked (a FuzzTrace), its distinct failures (FuzzFailure)
 // listed by harm (docs/MODEL.md), then by signature:
@@ -53,6 +54,15 @@ bool FailureBefore(const FuzzFailure& x, const FuzzFailure& y);
 std::string FuzzJson(const std::vector<FuzzTrace>& all, const std::string& shard);
 // One test case per trace and fix, one more per distinct failure.
 std::string FuzzJunit(const std::vector<FuzzTrace>& all);
+
+// `rerace check --junit`: one test case, named after `checked` ("fix 'lock-run'", "patch
+// my_lock.py (sha256 ...)"), of suite "rerace check", class `trace`. `verdict` is "holds"
+// (the case passes; `verdict_line`, which says what the search covered, is its output),
+// "fails" (a failure: `verdict_line` its message, the failure's `report` its text) or
+// "inconclusive" (skipped, with `verdict_line` as the reason: neither a pass nor a failure).
+std::string CheckJunit(const std::string& trace, const std::string& checked,
+                       const std::string& verdict, const std::string& verdict_line,
+                       const std::string& report);
 
 // `report` with its verdict lines coloured for a terminal (FAILED/FAILS red, ok/holds green,
 // warnings yellow) when `colour`; unchanged otherwise.
