@@ -336,7 +336,7 @@ TEST(HostileInput, OutputThatIsAnInputIsRefused) {
 }
 
 // Numbers are parsed the same way everywhere (digits only, in range): --bound took 0x10 and
-// ' 7', classic took -1; an empty --schedule was ignored.
+// ' 7', classic took -1; an empty --schedule, or an empty output path, was ignored.
 TEST(HostileInput, EveryNumberIsDigitsOnlyAndEmptyScheduleIsRefused) {
   const std::string t = Sample();
   const struct {
@@ -352,6 +352,15 @@ TEST(HostileInput, EveryNumberIsDigitsOnlyAndEmptyScheduleIsRefused) {
       {"replay --engine model " + t + " --schedule ''", "--schedule: '' names no file and no schedule"},
       {"classic abba-deadlock --schedule ''", "--schedule: '' names no file"},
       {"classic abba-deadlock --save-schedule ''", "--save-schedule: '' names no file"},
+      // Every output a command may write: '' was ignored, and nothing written said so.
+      {"replay --engine model " + t + " --save-schedule ''", "--save-schedule: '' names no file"},
+      {"replay --engine model " + t + " --perfetto ''", "--perfetto: '' names no file"},
+      {"check --engine model " + t + " --save-schedule ''", "--save-schedule: '' names no file"},
+      {"check --engine model " + t + " --perfetto ''", "--perfetto: '' names no file"},
+      {"check --engine model " + t + " --junit ''", "--junit: '' names no file"},
+      {"fuzz --engine model " + t + " --junit ''", "--junit: '' names no file"},
+      {"fuzz --engine model " + t + " --save-failures ''", "--save-failures: '' names no file"},
+      {"merge " + t + " --junit ''", "--junit: '' names no file"},
       {"replay " + t + " --engine python --watchdog 0s", "--watchdog: '0s': too short"},
       {"replay " + t + " --engine model --allow-recorded-patch", "need --engine python"},
   };

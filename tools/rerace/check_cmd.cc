@@ -63,11 +63,14 @@ void RegisterCheck(CLI::App& app, CommandTable& table) {
                                    "--bound: 20000, with --engine python 200, unless given)")
       ->default_val(200000)
       ->check(flags::Count(1, flags::kMaxRuns));
-  c->add_option("--save-schedule", cmd.save, "Save the counterexample's schedule here");
-  c->add_option("--perfetto", cmd.perfetto, "Write the counterexample as a Perfetto timeline");
+  c->add_option("--save-schedule", cmd.save, "Save the counterexample's schedule here")
+      ->check(flags::FileName());
+  c->add_option("--perfetto", cmd.perfetto, "Write the counterexample as a Perfetto timeline")
+      ->check(flags::FileName());
   c->add_option("--junit", cmd.junit,
                 "Write the verdict as a JUnit XML test case: passed for 'holds' (its output says "
-                "what the search covered), failure for 'fails', skipped for 'inconclusive'");
+                "what the search covered), failure for 'fails', skipped for 'inconclusive'")
+      ->check(flags::FileName());
   AddCommonFlags(c, ca->flags, false);
   table.Add(c, [ca] {
     replay::CheckCommand command = ca->command;

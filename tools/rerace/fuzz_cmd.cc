@@ -40,8 +40,10 @@ void RegisterFuzz(CLI::App& app, CommandTable& table) {
   f->add_option("--seed", cmd.seed, "First seed; run i uses seed + i")
       ->default_val(1)
       ->check(flags::Count(0, std::numeric_limits<uint64_t>::max()));
-  f->add_option("--save-failures", cmd.save_dir, "Folder for one schedule file per distinct failure");
-  f->add_option("--junit", cmd.junit, "Write a JUnit XML report (one case per trace and fix, one per distinct failure)");
+  f->add_option("--save-failures", cmd.save_dir, "Folder for one schedule file per distinct failure")
+      ->check(flags::FileName());
+  f->add_option("--junit", cmd.junit, "Write a JUnit XML report (one case per trace and fix, one per distinct failure)")
+      ->check(flags::FileName());
   f->add_option("--shard", cmd.shard,
                 "Run only shard K of N (K/N): run i of the campaign belongs to shard i mod N, so N jobs "
                 "cover the seeds once. 'auto' reads K from JOB_COMPLETION_INDEX or SLURM_ARRAY_TASK_ID "

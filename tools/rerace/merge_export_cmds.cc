@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "commands.h"
+#include "flags.h"
 #include "output.h"
 #include "rerace/base/result.h"
 #include "rerace/base/output_file.h"
@@ -70,7 +71,8 @@ void RegisterMergeExport(CLI::App& app, CommandTable& table) {
                "when any shard found a failure. Each shard K/N must be given once: the same shard "
                "twice is refused (exit 64), a missing one reported (exit 66)");
   ms->add_option("results", m->inputs, "fuzz --json files")->required();
-  ms->add_option("--junit", m->junit, "Also write the merged JUnit XML report");
+  ms->add_option("--junit", m->junit, "Also write the merged JUnit XML report")
+      ->check(flags::FileName());
   table.Add(ms, [m] { return RunMerge(*m); });
 
   auto e = std::make_shared<ExportArgs>();

@@ -38,9 +38,11 @@ void RegisterReplay(CLI::App& app, CommandTable& table) {
   sched->excludes(rec);
   rec->excludes(sched);
   (void)seed;
-  r->add_option("--save-schedule", cmd.save, "Save this run's schedule to a file");
+  r->add_option("--save-schedule", cmd.save, "Save this run's schedule to a file")
+      ->check(flags::FileName());
   r->add_option("--perfetto", cmd.perfetto,
-                "Write the run as a timeline for ui.perfetto.dev / chrome://tracing (1 us = 1 step)");
+                "Write the run as a timeline for ui.perfetto.dev / chrome://tracing (1 us = 1 step)")
+      ->check(flags::FileName());
   AddCommonFlags(r, ra->flags, true);
   table.Add(r, [ra, sched] {
     replay::ReplayCommand command = ra->command;
