@@ -73,13 +73,20 @@ TEST(CheckPolicy, SampledPortfolioTakesRandomThenPctDepthTwoThenThree) {
   for (uint64_t i = 0; i < 4; ++i) EXPECT_EQ(SampledStrategy(i, 10, 40)->Name(), want[i]) << i;
 }
 
+// An automatic check (no bound) whose budgets the user gave: DPOR's `max_runs`, then `runs`
+// sampled schedules.
+CheckRequest AutomaticWithBudgets(uint64_t runs, uint64_t max_runs) {
+  CheckRequest r;
+  r.runs = runs;
+  r.runs_given = true;
+  r.max_runs = max_runs;
+  r.max_runs_given = true;
+  return r;
+}
+
 TEST(CheckPolicy, AutomaticFailsInDporWithoutASeedAndHoldsOverBothSearches) {
   const Program p = SynthesizedProgram(traces::Scenario{}, "check-policy");
-  CheckRequest r;
-  r.runs = 12;
-  r.runs_given = true;
-  r.max_runs = 40;
-  r.max_runs_given = true;
+  CheckRequest r = AutomaticWithBudgets(12, 40);
   // No fix: DPOR at bound 1 finds the race; its schedule has no seed.
   const CheckOutcome none = CheckFix(p, WithFix("none"), PlanCheck(r, "model"));
   EXPECT_FALSE(none.verdict.holds);
@@ -129,11 +136,7 @@ TEST(CheckPolicy, AProbeBeforeTheSearchGivesASeededCounterexampleOrCountsItsRuns
 // schedules", the later portfolio's budget, which a bounded check does not run.
 TEST(CheckPolicy, ProgressNamesEachPhaseAgainstItsOwnBudget) {
   const Program p = SynthesizedProgram(traces::Scenario{}, "check-policy-progress");
-  CheckRequest r;
-  r.runs = 5;
-  r.runs_given = true;
-  r.max_runs = 40;
-  r.max_runs_given = true;
+  CheckRequest r = AutomaticWithBudgets(5, 40);
   CheckPlan plan = PlanCheck(r, "model");  // automatic: DPOR, then the sampled portfolio
   plan.probe_runs = 3;
   std::vector<std::pair<std::string, uint64_t>> seen;
