@@ -196,7 +196,7 @@ CheckOutput RunCheckCommand(const CheckCommand& command) {
   }
   // The failure's report (text mode, and the JUnit case of a fix that fails).
   std::string failure_report;
-  if (!v.holds) {
+  if (!v.holds && (!a.options.json || !a.junit.empty())) {
     std::string hint;
     if (!a.save.empty()) {
       hint = fmt::format("counterexample saved: replay it with: {} --schedule {}",
@@ -252,12 +252,11 @@ CheckOutput RunCheckCommand(const CheckCommand& command) {
     return finish(v.holds ? holds_exit : kExitFound);
   }
   out += colour(verdict_line);
+  out += assumed_line;
   if (!v.holds) {
-    out += assumed_line;
     out += colour(failure_report);
     out += Sprintf("%s\n", shrink_note.c_str());
   }
-  if (v.holds) out += assumed_line;
   // The patch it checked was on the path (a failing verdict's report has its own lines).
   if (v.holds)
     for (const std::string& line : v.reach) out += Sprintf("patch reach: %s\n", line.c_str());
