@@ -63,9 +63,14 @@ CheckOutput RunCheckCommand(const CheckCommand& command) {
   auto l = LoadTrace(a.trace, a.options, out, !a.allow_truncated);
   if (!l) return Fail(out, l.error());
   Flush(out, a.options);
+  // What ran, as the notes said it (the engine, and for the real code its Python, Triton,
+  // tuners and patches): the JUnit case carries it too.
+  std::string engine_said = engine_choice->note;
   if (l->options.engine == "python") {
     Replayer probe(l->program, l->options);
-    if (auto e = StartEngine(probe, a.options.notes, engine_choice->note); !e) return Fail(out, e.error());
+    auto said = StartEngine(probe, a.options.notes, engine_choice->note);
+    if (!said) return Fail(out, said.error());
+    engine_said = *said;
   } else if (!engine_choice->note.empty()) {
     a.options.notes(engine_choice->note);
   }
@@ -207,9 +212,15 @@ CheckOutput RunCheckCommand(const CheckCommand& command) {
     }
     failure_report = FormatReport(*v.counterexample, l->program, hint);
   }
+  // The lines that say under what the verdict was reached: the interpreter assumed, and (for
+  // a holds) where the patch was entered.
+  std::string context = assumed_line;
+  if (v.holds)
+    for (const std::string& line : v.reach) context += Sprintf("patch reach: %s\n", line.c_str());
   if (!a.junit.empty())
-    if (auto w = WriteOutput(a.junit, CheckJunit(a.trace, CheckedLabel(a.options) + against, verdict,
-                                                 verdict_line, failure_report));
+    if (auto w = WriteOutput(a.junit, CheckJunit(a.trace, CheckedLabel(a.options) + against,
+                                                 l->options.engine, verdict, verdict_line,
+                                                 engine_said + context + failure_report));
         !w)
       return Fail(out, w.error());
   if (!v.holds && !a.perfetto.empty()) {
@@ -252,14 +263,12 @@ CheckOutput RunCheckCommand(const CheckCommand& command) {
     return finish(v.holds ? holds_exit : kExitFound);
   }
   out += colour(verdict_line);
-  out += assumed_line;
+  // The patch it checked was on the path (a failing verdict's report has its own lines).
+  out += context;
   if (!v.holds) {
     out += colour(failure_report);
     out += Sprintf("%s\n", shrink_note.c_str());
   }
-  // The patch it checked was on the path (a failing verdict's report has its own lines).
-  if (v.holds)
-    for (const std::string& line : v.reach) out += Sprintf("patch reach: %s\n", line.c_str());
   if (a.options.races) out += FormatRaces(v.races, v.counterexample ? v.counterexample->findings
                                                                    : std::vector<Finding>{})
                                 ;

@@ -168,12 +168,12 @@ Result<EngineChoice> ResolveEngine(const std::string& path, CommandOptions& c, b
 
 // python engine: starts it and says what runs (versions, switch rules, the patches and what
 // each changed), once per command, on standard error.
-Result<void> StartEngine(Replayer& rep, const Notes& notes, const std::string& choice) {
+Result<std::string> StartEngine(Replayer& rep, const Notes& notes, const std::string& choice) {
   auto info = rep.StartEngine();
   if (!info) return info.error();
-  const std::string said = choice + (info->empty() ? "" : DescribeEngine(*info) + "\n");
+  std::string said = choice + (info->empty() ? "" : DescribeEngine(*info) + "\n");
   if (!said.empty()) notes(said);
-  return {};
+  return said;
 }
 
 // PCT needs k, the steps of a run, and SURW each thread's steps: measured once per trace.

@@ -124,25 +124,27 @@ std::string FuzzJunit(const std::vector<FuzzTrace>& all) {
 }
 
 std::string CheckJunit(const std::string& trace, const std::string& checked,
-                       const std::string& verdict, const std::string& verdict_line,
-                       const std::string& report) {
+                       const std::string& engine, const std::string& verdict,
+                       const std::string& verdict_line, const std::string& report) {
   std::string line = verdict_line;
   while (!line.empty() && line.back() == '\n') line.pop_back();
   const std::string said = XmlEscape(line);
   std::string body;
   if (verdict == "fails")
     body = fmt::format("      <failure message=\"{}\">{}</failure>\n", said, XmlEscape(report));
-  else if (verdict == "inconclusive")
-    body = fmt::format("      <skipped message=\"{}\"/>\n", said);
   else
-    body = fmt::format("      <system-out>{}</system-out>\n", said);
+    body = fmt::format("{}      <system-out>{}\n{}</system-out>\n",
+                       verdict == "inconclusive" ? fmt::format("      <skipped message=\"{}\"/>\n", said)
+                                                 : std::string(),
+                       said, XmlEscape(report));
   return fmt::format(
       "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites>\n  <testsuite name=\"rerace "
       "check\" tests=\"1\" failures=\"{}\" skipped=\"{}\">\n    <testcase classname=\"{}\" "
       "name=\"{}\">\n      <properties>\n        <property name=\"verdict\" value=\"{}\"/>\n"
-      "      </properties>\n{}    </testcase>\n  </testsuite>\n</testsuites>\n",
+      "        <property name=\"engine\" value=\"{}\"/>\n      </properties>\n{}    </testcase>\n"
+      "  </testsuite>\n</testsuites>\n",
       verdict == "fails" ? 1 : 0, verdict == "inconclusive" ? 1 : 0, XmlEscape(trace),
-      XmlEscape(checked), XmlEscape(verdict), body);
+      XmlEscape(checked), XmlEscape(verdict), XmlEscape(engine), body);
 }
 
 std::string ColourReport(const std::string& report, bool colour) {

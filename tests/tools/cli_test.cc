@@ -273,7 +273,8 @@ TEST(CliCi, JunitOfAFuzzRunNamesEachDistinctFailure) {
 
 // check --junit: the verdict as one test case, in the words the text report leads with: a fix
 // that fails is a failure (its report the text), one that holds passes (what the search
-// covered its output), a budget stop is skipped, never a pass. --json writes the same file,
+// covered its output), a budget stop is skipped, never a pass; the lines under the verdict
+// (what it assumes, where the patch ran) go with it. --json writes the same file,
 // and the --perfetto timeline too.
 TEST(CliCi, JunitOfACheckSaysHoldsFailsOrInconclusiveAsTheTextDoes) {
   const std::string dir = ::testing::TempDir() + "/cli-check-junit";
@@ -298,8 +299,14 @@ TEST(CliCi, JunitOfACheckSaysHoldsFailsOrInconclusiveAsTheTextDoes) {
     const std::string xml = Slurp(xml_path);
     EXPECT_NE(xml.find("<property name=\"verdict\" value=\"" + std::string(c.verdict) + "\"/>"),
               std::string::npos) << xml;
+    EXPECT_NE(xml.find("<property name=\"engine\" value=\"model\"/>"), std::string::npos) << xml;
     EXPECT_NE(xml.find(std::string(c.element) + first_line(r.out)), std::string::npos)
         << first_line(r.out) << "\n" << xml;
+    // The line under the verdict (the interpreter it assumes: this recording does not say)
+    // goes with it, as in the text.
+    const std::string second = first_line(r.out.substr(r.out.find('\n') + 1));
+    ASSERT_EQ(second.rfind("verdict assumes ", 0), 0u) << r.out;
+    EXPECT_NE(xml.find(second), std::string::npos) << second << "\n" << xml;
     EXPECT_NE(xml.find("failures=\"" + std::string(c.code == 1 ? "1" : "0") + "\" skipped=\"" +
                        std::string(c.code == 3 ? "1" : "0") + "\""),
               std::string::npos) << xml;

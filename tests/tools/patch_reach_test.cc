@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -131,6 +132,28 @@ const Case kCases[] = {
 };
 
 INSTANTIATE_TEST_SUITE_P(Cases, PatchReach, ::testing::ValuesIn(kCases));
+
+// check --junit with the real code and a user's patch: the case names the patch file by content
+// hash, and carries what ran (the engine, its Python and Triton, the patch's replacement) and
+// where the patch was entered, as the text's notes and lines say them.
+TEST(PatchReachJunit, TheCaseNamesThePatchTheEngineAndTheReach) {
+  const std::string exe = std::string(RERACE_PY_ROOT) + "/venv/bin/python";
+  if (std::string(RERACE_PY_ROOT).empty() || access(exe.c_str(), X_OK) != 0)
+    GTEST_SKIP() << exe << " is missing (tools/scripts/python-envs.sh makes it)";
+  const std::string xml_path = ::testing::TempDir() + "/patch-reach-junit.xml";
+  const CliRun r = Rerace("check " + SampleTrace("triton-none-h200.rrt") + " --bound 1 --engine python --python-exe " +
+                          exe + " --patch " + Source("tests/data/patches/reach_works.py") + " --junit " + xml_path);
+  ASSERT_EQ(r.code, 0) << r.out;
+  std::ifstream in(xml_path);
+  const std::string xml((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  for (const std::string& s :
+       {std::string("name=\"patch reach_works.py (sha256 "), std::string("<property name=\"engine\" value=\"python\"/>"),
+        std::string("<system-out>verdict: patch reach_works.py (sha256 "),
+        std::string("engine: the real tuner code: Python "), std::string(", Triton "),
+        std::string("patch reach: your Autotuner.run replacement (reach_works.py:10) was entered by 8 of 8 "
+                    "threads' calls\n")})
+    EXPECT_TRUE(Has(xml, s)) << "missing: " << s << "\n" << xml;
+}
 
 // The H200 recording as the probe records the incident: every call's detail says the team's
 // lock on Autotuner.run was not on its stack, CachedAutotuner.run having called Triton's run.

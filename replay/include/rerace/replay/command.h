@@ -191,9 +191,10 @@ struct EngineChoice {
                                                  bool recorded);
 
 // python engine: starts it and says what runs in one note, after `choice` (ResolveEngine's
-// note); a start that fails says only its error. The model: says `choice` alone.
-[[nodiscard]] Result<void> StartEngine(Replayer& replayer, const Notes& notes,
-                                       const std::string& choice = "");
+// note); a start that fails says only its error. The model: says `choice` alone. Returns what
+// it said.
+[[nodiscard]] Result<std::string> StartEngine(Replayer& replayer, const Notes& notes,
+                                              const std::string& choice = "");
 
 // One word as a POSIX shell reads it: as is when plain, else in single quotes.
 std::string ShellQuote(const std::string& word);

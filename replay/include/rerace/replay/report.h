@@ -58,11 +58,15 @@ std::string FuzzJunit(const std::vector<FuzzTrace>& all);
 // `rerace check --junit`: one test case, named after `checked` ("fix 'lock-run'", "patch
 // my_lock.py (sha256 ...)"), of suite "rerace check", class `trace`. `verdict` is "holds"
 // (the case passes; `verdict_line`, which says what the search covered, is its output),
-// "fails" (a failure: `verdict_line` its message, the failure's `report` its text) or
+// "fails" (a failure: `verdict_line` its message, `report` its text) or
 // "inconclusive" (skipped, with `verdict_line` as the reason: neither a pass nor a failure).
+// `engine` ("model", "python") is a property of the case. `report` holds what the check said:
+// its notes on the engine (the Python, Triton and patches that ran), the lines printed under
+// the verdict (the interpreter the verdict assumes, the patch's reach), then a failure's
+// report. It is the text of a failure; otherwise the case's output, after the verdict line.
 std::string CheckJunit(const std::string& trace, const std::string& checked,
-                       const std::string& verdict, const std::string& verdict_line,
-                       const std::string& report);
+                       const std::string& engine, const std::string& verdict,
+                       const std::string& verdict_line, const std::string& report);
 
 // `report` with its verdict lines coloured for a terminal (FAILED/FAILS red, ok/holds green,
 // warnings yellow) when `colour`; unchanged otherwise.
