@@ -17,12 +17,13 @@
 #include <string>
 #include <vector>
 
-#include "rerace/replay/program.h"
-#include "rerace/replay/replay.h"
+#include "rerace/replay/model/program.h"
+#include "rerace/replay/engine/replay.h"
+#include "rerace/replay/report/report.h"
 #include "rerace/sim/classic_bugs.h"
 #include "rerace/sim/scheduler.h"
 #include "rerace/sim/strategy.h"
-#include "rerace/replay/fix.h"
+#include "rerace/replay/model/fix.h"
 #include "rerace/traces/reader.h"
 #include "rerace/traces/synth.h"
 

@@ -31,7 +31,7 @@ bool TunerFix::*SwitchOf(NamedFixId id) {
     // The Python patches' designs, natively: per-call state is per-thread state made stricter
     // (no field of one call reaches another), and the per-key event is the per-key future
     // (the first thread to miss a key tunes it, the others wait for it). Same verdicts on
-    // parallel threads; the model replays the patches' own steps (replay/src/fix.cc).
+    // parallel threads; the model replays the patches' own steps (replay/model/src/fix.cc).
     case NamedFixId::kTlsState: return &TunerFix::call_local;
     case NamedFixId::kLockKeyEvent: return &TunerFix::key_future;
   }

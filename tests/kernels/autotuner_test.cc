@@ -19,10 +19,11 @@
 #include "rerace/kernels/kernels.h"
 #include "rerace/kernels/train_step.h"
 #include "rerace/recorder/recorder.h"
-#include "rerace/replay/check.h"
-#include "rerace/replay/fix.h"
-#include "rerace/replay/program.h"
-#include "rerace/replay/replay.h"
+#include "rerace/replay/search/check.h"
+#include "rerace/replay/model/fix.h"
+#include "rerace/replay/model/program.h"
+#include "rerace/replay/engine/replay.h"
+#include "rerace/replay/report/report.h"
 #include "rerace/traces/reader.h"
 
 namespace rerace::kernels {

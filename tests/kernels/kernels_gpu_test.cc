@@ -13,8 +13,9 @@
 
 #include "rerace/kernels/cuda.h"
 #include "rerace/kernels/train_step.h"
-#include "rerace/replay/program.h"
-#include "rerace/replay/replay.h"
+#include "rerace/replay/model/program.h"
+#include "rerace/replay/engine/replay.h"
+#include "rerace/replay/report/report.h"
 #include "rerace/traces/reader.h"
 
 namespace rerace::kernels {

@@ -1,15 +1,15 @@
-"""Tests of the real-code engine's Python pieces (replay/python/rerace_real), without the C++
+"""Tests of the real-code engine's Python pieces (replay/engine/python/rerace_real), without the C++
 side: how a recorded tuner is rebuilt, what the tracking subclass reports, that the patched
 class's methods and properties still apply through it, the controlled primitives outside a
 replay, and that the fakes are the only parts of Triton replaced. The whole engine, driven by
-rerace's scheduler, is tested in tests/replay/python_engine_test.cc."""
+rerace's scheduler, is tested in tests/replay/engine/python_engine_test.cc."""
 
 import os
 import sys
 import threading
 import unittest
 
-ENGINE_DIR = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "replay", "python"))
+ENGINE_DIR = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "replay", "engine", "python"))
 sys.path.insert(0, ENGINE_DIR)
 from rerace_real import control, fakes, reach, sync, tuners  # noqa: E402
 

@@ -15,7 +15,7 @@ import threading
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "..", "replay", "python"))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "replay", "engine", "python"))
 from rerace_real import gil  # noqa: E402
 
 RULES = gil.rules_for_running()

@@ -1,4 +1,4 @@
-"""Thread identity for logical threads that are greenlets (replay/python/rerace_real/logical.py):
+"""Thread identity for logical threads that are greenlets (replay/engine/python/rerace_real/logical.py):
 ``local`` keeps one dict per logical thread and per OS thread, runs a subclass's ``__init__``
 once per thread, and looks attributes up as ``object`` does; ``get_ident`` and
 ``current_thread`` answer for the logical thread running. Tested without installing them in
@@ -10,7 +10,7 @@ import sys
 import threading
 import unittest
 
-ENGINE_DIR = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "replay", "python"))
+ENGINE_DIR = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "replay", "engine", "python"))
 sys.path.insert(0, ENGINE_DIR)
 from rerace_real import control, logical  # noqa: E402
 

@@ -1,7 +1,7 @@
 """Tests of the Triton probe against the real triton.runtime.autotuner (Triton 3.6 from PyPI),
 with a fake kernel and fake tensors: no GPU needed. Skipped when Triton is not installed.
 
-Also the named fixes (replay/python/rerace_real/fixes/) under the probe: each patch runs in its
+Also the named fixes (replay/engine/python/rerace_real/fixes/) under the probe: each patch runs in its
 own interpreter (a patch changes Autotuner for the whole process)."""
 
 import json
@@ -440,7 +440,7 @@ print(json.dumps({"idempotent": idempotent, "errors": errors, "benches": sum("ki
 """
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-FIXES = os.path.join(REPO, "replay", "python", "rerace_real", "fixes")
+FIXES = os.path.join(REPO, "replay", "engine", "python", "rerace_real", "fixes")
 
 
 @unittest.skipIf(triton is None, "triton not installed")

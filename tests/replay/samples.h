@@ -9,8 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "rerace/replay/program.h"
-#include "rerace/replay/replay.h"
+#include "rerace/replay/model/program.h"
+#include "rerace/replay/engine/replay.h"
+#include "rerace/replay/report/report.h"
 #include "rerace/traces/reader.h"
 
 namespace rerace::replay::testing {

@@ -626,10 +626,12 @@ TEST(ReportExit, CommandLineUsesOnlyNamedExitCodes) {
     std::smatch m;
     EXPECT_FALSE(std::regex_search(text, m, magic)) << e.path() << ": " << m.str();
   }
-  // The commands' policy and reports, in the replay component (rerace/replay/command.h).
-  for (const char* f : {"command.cc", "engine_choice.cc", "replay_command.cc", "fuzz_command.cc",
-                        "check_command.cc", "shard.cc", "fuzz_report.cc"}) {
-    const std::string text = Slurp(Source(std::string("replay/src/") + f));
+  // The commands' policy and reports, in the replay component (rerace/replay/command/command.h).
+  for (const char* f : {"command/src/command.cc", "command/src/engine_choice.cc",
+                        "command/src/replay_command.cc", "command/src/fuzz_command.cc",
+                        "command/src/check_command.cc", "search/src/shard.cc",
+                        "report/src/fuzz_report.cc"}) {
+    const std::string text = Slurp(Source(std::string("replay/") + f));
     ASSERT_FALSE(text.empty()) << f;
     std::smatch m;
     EXPECT_FALSE(std::regex_search(text, m, magic)) << f << ": " << m.str();

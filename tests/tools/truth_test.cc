@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "rerace/replay/timeline.h"
+#include "rerace/replay/report/timeline.h"
 #include "rerace/testing/cli.h"
 
 #ifndef RERACE_PY_ROOT

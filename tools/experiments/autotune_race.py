@@ -6,7 +6,7 @@ barrier. What runs is chosen by:
 
   --patch FILE       a patch file (repeatable), imported before the kernel is built, as a
                      training script applies a patch at start-up (rerace's named fixes are in
-                     replay/python/rerace_real/fixes/)
+                     replay/engine/python/rerace_real/fixes/)
   --variant NAME     a named fix: none, lock-run, tls-nargs, tls-state, lock-key-event (the
                      patch file of that name), or prewarm (= --prewarm)
   --prewarm          each thread's call made once, serially (thread 0 first), before the barrier
@@ -51,7 +51,7 @@ from triton.runtime import autotuner
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.normpath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, os.path.join(REPO, "recorder", "python"))
-FIXES_DIR = os.path.join(REPO, "replay", "python", "rerace_real", "fixes")
+FIXES_DIR = os.path.join(REPO, "replay", "engine", "python", "rerace_real", "fixes")
 
 CONFIGS = [triton.Config({"BLOCK_N": bn}, num_warps=w) for bn in (1024, 2048, 4096) for w in (1, 2, 4, 8)]
 EPS = 1e-6

@@ -34,7 +34,7 @@ import time
 import types
 import _thread
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "replay", "python"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "replay", "engine", "python"))
 from rerace_real import gil  # noqa: E402
 
 # --------------------------------------------------------------------------- the windows

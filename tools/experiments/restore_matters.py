@@ -24,7 +24,7 @@ What runs:
                 REPO/.devsrc/triton-<v>/triton/runtime/autotuner.py (h200-gpu-settle.sh --prepare
                 copies it there; the path keeps "triton/runtime/" for the probe's file:line)
                 and REPO/build/py/triton-<v>/triton/runtime/autotuner.py (python-envs.sh).
-  --fix NAME    none, prewarm, or a patch file of replay/python/rerace_real/fixes (lock-run,
+  --fix NAME    none, prewarm, or a patch file of replay/engine/python/rerace_real/fixes (lock-run,
                 tls-nargs, tls-state, lock-key-event); --patch FILE for another (repeatable).
   --fla         the kernel decorated by FLA's ``fla_cache_autotune`` (``CachedAutotuner``), with
                 FLA_CONFIG_DIR an empty folder and FLA_CACHE_MODE=full (cold: every lookup misses
@@ -55,7 +55,7 @@ import traceback
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.normpath(os.path.join(HERE, "..", ".."))
-FIXES_DIR = os.path.join(REPO, "replay", "python", "rerace_real", "fixes")
+FIXES_DIR = os.path.join(REPO, "replay", "engine", "python", "rerace_real", "fixes")
 RELEASES = {"3.6": "3.6", "3.8": "3.8.0", "3.9": "3.9.0"}
 FIXES = ["none", "prewarm", "lock-run", "tls-nargs", "tls-state", "lock-key-event"]
 OFFSET = 1000.0  # thread i's y0 is OFFSET * (i + 1) + noise

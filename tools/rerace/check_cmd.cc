@@ -1,5 +1,5 @@
 // tools/rerace/check_cmd.cc: `rerace check`: its flags, then replay::RunCheckCommand
-// (rerace/replay/command.h) and what it returns, printed; the progress line on a terminal.
+// (rerace/replay/command/command.h) and what it returns, printed; the progress line on a terminal.
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdio>
@@ -9,9 +9,9 @@
 
 #include "flags.h"
 #include "replay_flags.h"
-#include "rerace/replay/check.h"
-#include "rerace/replay/command.h"
-#include "rerace/replay/fix.h"
+#include "rerace/replay/search/check.h"
+#include "rerace/replay/command/command.h"
+#include "rerace/replay/model/fix.h"
 
 namespace rerace::tools {
 

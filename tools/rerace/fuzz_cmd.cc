@@ -1,5 +1,5 @@
 // tools/rerace/fuzz_cmd.cc: `rerace fuzz`: its flags, then replay::RunFuzzCommand
-// (rerace/replay/command.h) and what it returns, printed; the progress line on a terminal.
+// (rerace/replay/command/command.h) and what it returns, printed; the progress line on a terminal.
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
@@ -9,7 +9,7 @@
 
 #include "flags.h"
 #include "replay_flags.h"
-#include "rerace/replay/command.h"
+#include "rerace/replay/command/command.h"
 
 namespace rerace::tools {
 

@@ -12,9 +12,9 @@
 #include "output.h"
 #include "rerace/base/result.h"
 #include "rerace/base/output_file.h"
-#include "rerace/replay/report.h"
-#include "rerace/replay/shard.h"
-#include "rerace/replay/timeline.h"
+#include "rerace/replay/report/fuzz_report.h"
+#include "rerace/replay/search/shard.h"
+#include "rerace/replay/report/timeline.h"
 #include "rerace/traces/reader.h"
 
 namespace rerace::tools {

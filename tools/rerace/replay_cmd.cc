@@ -1,12 +1,12 @@
 // tools/rerace/replay_cmd.cc: `rerace replay`: its flags, then replay::RunReplayCommand
-// (rerace/replay/command.h) and what it returns, printed.
+// (rerace/replay/command/command.h) and what it returns, printed.
 #include <CLI/CLI.hpp>
 #include <limits>
 #include <memory>
 
 #include "flags.h"
 #include "replay_flags.h"
-#include "rerace/replay/command.h"
+#include "rerace/replay/command/command.h"
 
 namespace rerace::tools {
 

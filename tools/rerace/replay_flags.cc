@@ -9,8 +9,9 @@
 #include <cstdlib>
 
 #include "flags.h"
-#include "rerace/replay/fix.h"
-#include "rerace/replay/replay.h"
+#include "rerace/replay/model/fix.h"
+#include "rerace/replay/engine/replay.h"
+#include "rerace/replay/report/report.h"
 #include "rerace/sim/strategy.h"
 
 namespace rerace::tools {

@@ -1,5 +1,5 @@
 // tools/rerace/replay_flags.h: the flags replay, fuzz and check share, parsed into
-// replay::CommandOptions (rerace/replay/command.h, where what they mean is carried out), and the
+// replay::CommandOptions (rerace/replay/command/command.h, where what they mean is carried out), and the
 // printing of a command's output. The commands themselves are in replay_cmd.cc, fuzz_cmd.cc and
 // check_cmd.cc: each parses its flags, calls the replay library and prints what it returns.
 // Must be called from the main thread.
@@ -9,7 +9,7 @@
 #include <string>
 
 #include "commands.h"
-#include "rerace/replay/command.h"
+#include "rerace/replay/command/command.h"
 
 namespace rerace::tools {
 

@@ -48,7 +48,7 @@ if [ -x "$py" ]; then
   say rerace replay "$trace" --engine python --python-exe "$py" --seed 3 "| head -5   # another interpreter: CPython 3.11's build/py/venv"
   "$rerace" replay "$trace" --engine python --python-exe "$py" --seed 3 2>&1 | head -6
   for fix in tls-nargs lock-run; do
-    say rerace fuzz "$trace" --engine python --python-exe "$py" --fix "$fix" --runs 20 "| grep -E 'runs,|^  \[1\]'   # the fix as a patch file: replay/python/rerace_real/fixes/"
+    say rerace fuzz "$trace" --engine python --python-exe "$py" --fix "$fix" --runs 20 "| grep -E 'runs,|^  \[1\]'   # the fix as a patch file: replay/engine/python/rerace_real/fixes/"
     "$rerace" fuzz "$trace" --engine python --python-exe "$py" --fix "$fix" --runs 20 2>/dev/null | grep -E 'runs,|^  \[1\]'
   done
   patched=traces/samples/triton-lock-run-patched-h200.rrt
@@ -65,5 +65,5 @@ echo "demo: runs per fix, docs/FIDELITY.md) agrees: tls-nargs and lock-key-futur
 echo "demo: FLA's CachedAutotuner on the H200 raised TypeError in 7 of 8 threads and left every y"
 echo "demo: wrong; rerace reproduces the 7 from the recording; tls-nargs fails there too, lock-run holds."
 echo "demo: By default (--engine auto) a Triton recording runs Triton's own code from build/py, a fix"
-echo "demo: as a patch file (replay/python/rerace_real/fixes/), and the first lines say so; a fix with"
+echo "demo: as a patch file (replay/engine/python/rerace_real/fixes/), and the first lines say so; a fix with"
 echo "demo: no patch file, the native step and --recorded run rerace's C++ model (docs/ENGINE.md)."

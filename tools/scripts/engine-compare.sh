@@ -3,7 +3,7 @@
 # (stdout, stderr, exit code). For a change that must not change any verdict or report
 # (issue 26: the engine's protocol and hot paths).
 #   tools/scripts/engine-compare.sh BASE_RERACE BASE_ENGINE_DIR NEW_RERACE PYTHON
-# BASE_ENGINE_DIR: the folder holding the base's rerace_real (a copy of its replay/python; given
+# BASE_ENGINE_DIR: the folder holding the base's rerace_real (a copy of its replay/engine/python; given
 # to it as RERACE_PYTHONPATH). Paths of that folder are spelled as this tree's in the output.
 # Race labels are compared as "L": before 2026-12-05 they were freed memory in the engine's
 # JSON (PythonWorld's labels outlived by the races). Against such a base, `fuzz --races --json`
@@ -28,7 +28,7 @@ run() {
   "$new" "$@" >"$tmp/b.out" 2>"$tmp/b.err"
   local b=$?
   for f in "$tmp"/a.out "$tmp"/a.err "$tmp"/b.out "$tmp"/b.err; do
-    LC_ALL=C sed -i -E "s#$base_dir#$here/replay/python#g; s/\"label\":\"([^\"\\\\]|\\\\.)*\"/\"label\":L/g" "$f"
+    LC_ALL=C sed -i -E "s#$base_dir#$here/replay/engine/python#g; s/\"label\":\"([^\"\\\\]|\\\\.)*\"/\"label\":L/g" "$f"
   done
   if [ $a != $b ] || ! cmp -s "$tmp/a.out" "$tmp/b.out" || ! cmp -s "$tmp/a.err" "$tmp/b.err"; then
     bad=$((bad + 1))

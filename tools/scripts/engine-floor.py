@@ -67,7 +67,7 @@ def outer(argv):
         whole = sorted((timed(101) - timed(1)) / 100 for _ in range(3))[1]
         # Its set-up with OS threads (batons for row 3); row 4 makes greenlets of its own.
         env = dict(os.environ, RERACE_ENGINE_THREADS="os", PYTHONPATH=os.pathsep.join(
-            [os.path.join(ROOT, "replay/python")] + [p for p in [os.environ.get("PYTHONPATH")] if p]))
+            [os.path.join(ROOT, "replay/engine/python")] + [p for p in [os.environ.get("PYTHONPATH")] if p]))
         out = subprocess.run([a.python, __file__, "--measure", cfg, str(a.runs)], env=env,
                              capture_output=True, text=True)
         if out.returncode != 0:

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The FLA model against FLA's real CachedAutotuner (docs/FIDELITY.md, "The FLA model against
-# FLA's real code"): runs tests/replay/fla_fidelity_test.cc's cases and prints one row each,
+# FLA's real code"): runs tests/replay/engine/fla_fidelity_test.cc's cases and prints one row each,
 # per seed F (a finding) or . (none), model then real code, with the kinds and, per kind, the
 # threads and places. Needs build/py's environments (tools/scripts/python-envs.sh); a case
 # whose environment is missing is skipped and says why.

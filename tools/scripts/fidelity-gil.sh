@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The C++ model's verdict for each named fix on the brief's experiment (the H200 recording
 # triton-none-h200.rrt, CPython 3.12.3 with the GIL), under the GIL (the model's steps cut where
-# CPython 3.12 can hand the GIL over, replay/src/tuner_world_gil.h) and free-threaded (every
+# CPython 3.12 can hand the GIL over, replay/model/include/rerace/replay/model/tuner_world_gil.h) and free-threaded (every
 # access a step), beside the H200's real runs (docs/gpu-logs/h200-patched-2026-12-03.log) and the
 # real-code engine's verdict in the same two modes (--engine python with the fix's patch file).
 # Model checks: `check` with its defaults; engine checks: bound 1 for MAX_RUNS runs, then

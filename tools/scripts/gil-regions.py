@@ -3,7 +3,7 @@
 
 For each pair of consecutive accesses the model takes in one function of Triton's autotuner.py
 (the lines in the model's label table), the code between them is disassembled, as each CPython
-version compiles it, and read with the engine's rules (replay/python/rerace_real/gil.py,
+version compiles it, and read with the engine's rules (replay/engine/python/rerace_real/gil.py,
 docs/GIL.md): if every path from the first access to the second has no place where that version
 can hand the GIL over, the window is atomic (warmup 0); if the only such places are calls that
 stop checking once specialized (len, isinstance, type(x)), it is atomic once warm (warmup =
@@ -49,7 +49,7 @@ PAIRS = [
 ]
 def find_models():
     """Model name -> (model file, wheel dir under the py root, Triton version, table's name), for
-    every file under replay/src/models/ with GIL markers: the version from its step-table block,
+    every file under replay/model/src/models/ with GIL markers: the version from its step-table block,
     the wheel from triton-VERSION/ (3.6.0: venv312's own Triton), the name kTritonXYGil. A new
     model's file with the markers is all this script needs."""
     out = {}
@@ -65,7 +65,7 @@ def find_models():
         version = ".".join(block.groups())
         wheel = ("venv312/lib/python3.12/site-packages" if version == "3.6.0"
                  else "triton-" + version)
-        out[marker.group(1)] = ("replay/src/models/" + name, wheel, version,
+        out[marker.group(1)] = ("replay/model/src/models/" + name, wheel, version,
                                 "kTriton%s%sGil" % block.groups()[:2])
     return out
 
@@ -225,7 +225,7 @@ def table(model, py_root):
     todo = [[list(ACCESS[a]) + [lines[a]], list(ACCESS[b]) + [lines[b]]] for a, b in PAIRS]
     results = {}
     for py in pys:
-        r = subprocess.run([py, "-c", ANALYSE, os.path.join(ROOT, "replay/python"), src,
+        r = subprocess.run([py, "-c", ANALYSE, os.path.join(ROOT, "replay/engine/python"), src,
                             json.dumps(todo)], capture_output=True, text=True)
         if r.returncode != 0:
             sys.exit("gil-regions: %s failed: %s" % (py, r.stderr.strip()[-400:]))

@@ -132,7 +132,7 @@ record_one() {
     export LD_LIBRARY_PATH=$root/.devlibs:/usr/local/cuda/lib64:/usr/local/cuda/extras/CUPTI/lib64:${LD_LIBRARY_PATH:-}
     export NCCL_NVLS_ENABLE=0 PYTHONUNBUFFERED=1
     mkdir -p .devrun/share/rerace/python && rm -rf .devrun/share/rerace/python/rerace_probe .devrun/share/rerace/python/rerace_real
-    cp -r recorder/python/rerace_probe replay/python/rerace_real .devrun/share/rerace/python/
+    cp -r recorder/python/rerace_probe replay/engine/python/rerace_real .devrun/share/rerace/python/
     nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
     python3 -c 'import sys, platform, torch, triton; print("python", platform.python_version(), "gil", getattr(sys, "_is_gil_enabled", lambda: True)(), "torch", torch.__version__, "triton", triton.__version__)'
     [ -x "$bin/rerace" ] || echo "NB: no $bin/rerace: run --prepare on the build machine and carry .devrun .devlibs (record, fla's recording and overhead need it)"

@@ -2,7 +2,7 @@
 # The brief's experiment with each named fix applied as a patch file, on a GPU machine (through
 # the device tool, from the repository root), in one command:
 #   1. TRIALS (8) real trials of each variant: none, lock-run, tls-nargs, tls-state,
-#      lock-key-event (replay/python/rerace_real/fixes/*.py through --variant) and prewarm;
+#      lock-key-event (replay/engine/python/rerace_real/fixes/*.py through --variant) and prewarm;
 #      8 threads, a cold cache, the l2norm kernel; per-worker exceptions and y checks.
 #   2. The cached-call storm of each of STORM_VARIANTS (none): a serial prewarm, then 8 threads
 #      x STORM (3000) calls, at sys.setswitchinterval(1e-6) and at the default interval

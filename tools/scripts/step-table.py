@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The step table of a tuner release, read from the installed wheel's source, and its check.
 
-A tuner model (replay/src/models/*.cc) is built from a step table: the ordered accesses of the
+A tuner model (replay/model/src/models/*.cc) is built from a step table: the ordered accesses of the
 tuner's shared state (the attributes of `self` that a method other than `__init__` itself
 stores: nargs, cache, restore_copies, ...) in every function of the class (methods and the
 functions nested in them: `run.benchmark`, `__init__._post_hook`), each with its line. A model
@@ -17,7 +17,7 @@ R is a read, W a store of the attribute, M a store into it (`self.cache[key] = .
 line, accesses are in evaluation order (a value before the name it is stored to).
 
   step-table.py emit PACKAGE VERSION FILE CLASS   the table of an installed release
-  step-table.py --check MODEL                     MODEL: a file, or a name under replay/src/models
+  step-table.py --check MODEL                     MODEL: a file, or a name under replay/model/src/models
   step-table.py --check-all                       every model file that declares a table
 
 `--check` fails (exit 1, one line per difference) when the declared table is not the wheel's,

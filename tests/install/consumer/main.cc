@@ -1,7 +1,7 @@
 // Uses the installed headers and libraries: a scheduler run and a trace round trip.
 #include <cstdio>
 
-#include "rerace/replay/fix.h"
+#include "rerace/replay/model/fix.h"
 #include "rerace/sim/classic_bugs.h"
 #include "rerace/sim/scheduler.h"
 #include "rerace/sim/strategy.h"

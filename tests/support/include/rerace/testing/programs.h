@@ -13,9 +13,10 @@
 #include <cstdio>
 #include <string>
 
-#include "rerace/replay/fix.h"
-#include "rerace/replay/program.h"
-#include "rerace/replay/replay.h"
+#include "rerace/replay/model/fix.h"
+#include "rerace/replay/model/program.h"
+#include "rerace/replay/engine/replay.h"
+#include "rerace/replay/report/report.h"
 #include "rerace/traces/reader.h"
 #include "rerace/traces/synth.h"
 
@@ -38,7 +39,7 @@ inline replay::Program SynthesizedProgram(const traces::Scenario& s, const std::
 
 // Default replay options with the fix `fix` (replay::ParseFix's words) parsed, every access a
 // step: a synthesized program names no interpreter, and the model's default would assume the
-// H200's CPython 3.12 with the GIL (replay/src/tuner_world_gil.h); these tests pin the
+// H200's CPython 3.12 with the GIL (replay/model/include/rerace/replay/model/tuner_world_gil.h); these tests pin the
 // finest steps.
 inline replay::ReplayOptions WithFix(const std::string& fix) {
   replay::ReplayOptions o;

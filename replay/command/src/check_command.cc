@@ -1,0 +1,284 @@
+// replay/command/src/check_command.cc: `rerace check`, a fix's verdict (a counterexample, "holds" for
+// every schedule up to the bound, or inconclusive) and its cost, as text or JSON (see
+// rerace/replay/command/command.h).
+#include <fmt/format.h>
+
+#include <optional>
+#include <string_view>
+
+#include "command_output.h"
+#include "rerace/base/output_file.h"
+#include "rerace/replay/search/check.h"
+#include "rerace/replay/report/checked.h"
+#include "rerace/replay/command/command.h"
+#include "rerace/replay/model/cost.h"
+#include "rerace/replay/report/fuzz_report.h"
+#include "rerace/replay/search/shrink.h"
+#include "rerace/replay/report/timeline.h"
+#include "rerace/sim/schedule.h"
+#include "rerace/replay/model/text.h"
+
+namespace rerace::replay {
+
+using detail::Done;
+using detail::Fail;
+using detail::Flush;
+using detail::Sprintf;
+
+namespace {
+
+// `"patches":[{"file":...,"sha256":...}],"engine":"python",` for a JSON object.
+std::string CheckedJson(const CommandOptions& c) {
+  std::string patches;
+  for (const PatchId& p : IdentifyPatches(c.patches))
+    patches += fmt::format("{}{{\"file\":\"{}\",\"sha256\":\"{}\"}}", patches.empty() ? "" : ",",
+                           JsonEscape(p.name), p.sha256);
+  return fmt::format("\"patches\":[{}],\"engine\":\"{}\",", patches, JsonEscape(c.engine));
+}
+
+
+Result<void> SaveCounterexample(const CheckCommand& a, const Verdict& v, std::optional<uint64_t> seed) {
+  if (a.save.empty()) return {};
+  if (!v.counterexample) {
+    a.options.notes(Sprintf("note: no counterexample was found, so there is no schedule to save: "
+                            "%s was not written\n", a.save.c_str()));
+    return {};
+  }
+  return SaveSchedule(*v.counterexample, a.save, a.trace, a.options, seed,
+                      FailureOf(FirstOf(*v.counterexample, a.options.failure)));
+}
+
+}  // namespace
+
+CheckOutput RunCheckCommand(const CheckCommand& command) {
+  std::string out;
+  CheckCommand a = command;
+  auto engine_choice = ResolveEngine(a.trace, a.options, false);
+  if (!engine_choice) return Fail(out, engine_choice.error());
+  auto colour = [&](const std::string& text) { return ColourReport(text, a.options.colour); };
+  if (auto same = RefuseOutputsAreInputs({{"--perfetto", a.perfetto}, {"--save-schedule", a.save}, {"--junit", a.junit}},
+                                         {a.trace}, a.options);
+      !same)
+    return Fail(out, same.error());
+  auto l = LoadTrace(a.trace, a.options, out, !a.allow_truncated);
+  if (!l) return Fail(out, l.error());
+  Flush(out, a.options);
+  // What ran, as the notes said it (the engine, and for the real code its Python, Triton,
+  // tuners and patches): the JUnit case carries it too.
+  std::string engine_said = engine_choice->note;
+  if (l->options.engine == "python") {
+    Replayer probe(l->program, l->options);
+    auto said = StartEngine(probe, a.options.notes, engine_choice->note);
+    if (!said) return Fail(out, said.error());
+    engine_said = *said;
+  } else if (!engine_choice->note.empty()) {
+    a.options.notes(engine_choice->note);
+  }
+  CheckRequest request;
+  request.bound = a.bound;
+  request.naive = a.naive;
+  request.runs = a.runs;
+  request.runs_given = a.runs_given;
+  request.max_runs = a.max_runs;
+  request.max_runs_given = a.max_runs_given;
+  request.seed = a.seed;
+  const CheckPlan check_plan = PlanCheck(request, l->options.engine);
+  CheckProgress show;
+  if (a.progress)
+    show = [&](uint64_t runs, const char* phase) { a.progress(runs, phase, check_plan); };
+  CheckOutcome outcome = CheckFix(l->program, l->options, check_plan, show);
+  if (a.progress && a.progress_done) a.progress_done();
+  // The interpreter the model's steps assumed, when the recording does not name one: said right
+  // under the verdict (and in JSON), since the verdict depends on it (docs/FIDELITY.md).
+  const std::string assumed = Replayer(l->program, l->options).StepAssumption();
+  const std::string assumed_line = assumed.empty() ? "" : "verdict assumes " + assumed + "\n";
+  const CheckPlan& plan = outcome.plan;
+  const BoundedVerdict& systematic = outcome.systematic;
+  Verdict& v = outcome.verdict;
+  const bool automatic = plan.automatic;
+  if (v.holds && v.explored == 0)
+    return Fail(out, {fmt::format("{}: no schedule was explored (--runs {}, --max-runs {}): "
+                                    "that is not a verdict; give at least one run",
+                                    a.trace, a.runs, a.max_runs),
+                        kExitUsage});
+  const std::optional<uint64_t> seed = outcome.seed;
+  // --bound 0 never preempts a thread: it cannot reach a race, so "holds" would certify nothing.
+  const bool no_preemption = !automatic && a.bound == 0u;
+  // A systematic search its budget stopped certifies nothing either: "holds" only when it was
+  // exhausted.
+  const bool inconclusive = v.holds && (no_preemption || !systematic.exhausted);
+  const int holds_exit = inconclusive ? kExitInconclusive : kExitOk;
+  const std::string against = a.options.failure.empty() ? "" : " against " + a.options.failure;
+  std::string shrink_note;
+  if (!v.holds) {
+    if (auto e = RunError(*v.counterexample)) {
+      Error err = *e;
+      err.message = fmt::format("check {} ({}): {}", a.trace, CheckedLabel(a.options), err.message);
+      return Fail(out, err);
+    }
+    Replayer rep(l->program, l->options);
+    Shrunk sh = ShrinkFailure(rep, *v.counterexample, a.options.failure);
+    shrink_note = DescribeShrink(sh);
+    sh.result.strategy = v.counterexample->strategy + ", shrunk";
+    v.counterexample = std::move(sh.result);
+    LeadWith(*v.counterexample, a.options.failure);
+  }
+  auto ms = [](Nanos n) { return static_cast<double>(n) / 1e6; };
+  if (!a.options.patches.empty()) v.cost.fix = CheckedLabel(a.options);  // the cost names what the verdict does
+  if (auto s = SaveCounterexample(a, v, seed); !s) return Fail(out, s.error());
+  const char* verdict = !v.holds ? "fails" : inconclusive ? "inconclusive" : "holds";
+  // The verdict in one line, uncoloured: the text report's first line and the JUnit case's
+  // message, so both say the same.
+  std::string verdict_line;
+  if (!v.holds) {
+    const auto& found = v.counterexample->findings;
+    if (!found.empty() && found.front().code == "patch-not-reached")
+      // Its own words: no schedule checked the patch, which never ran (docs/ENGINE.md).
+      verdict_line = fmt::format("verdict: {} FAILS{}: the patch never ran (patch-not-reached): "
+                                 "{}, after {} schedules ({})\n",
+                                 CheckedLabel(a.options), against, found.front().message, v.explored,
+                                 v.counterexample->strategy);
+    else
+      verdict_line = fmt::format("verdict: {} FAILS{}: counterexample found after {} schedules ({})\n",
+                                 CheckedLabel(a.options), against, v.explored, v.counterexample->strategy);
+  } else {
+    // What the search covered, in words that claim no more. DPOR under a bound does not reach
+    // every interleaving within it (sim/explore.h): only a search the bound cut no race reversal
+    // from covered every interleaving; otherwise the words name the search, and what it cut.
+    const std::string preemptions =
+        fmt::format("{} preemption{}", systematic.bound, systematic.bound == 1 ? "" : "s");
+    const std::string counts = fmt::format("{} explored, {} pruned; {}", systematic.verdict.explored,
+                                           systematic.pruned,
+                                           systematic.exhausted
+                                               ? std::string("search exhausted")
+                                               : fmt::format("stopped at the budget of {} runs{}",
+                                                             plan.max_runs, automatic ? "" : " (--max-runs)"));
+    std::string covered;
+    if (systematic.naive)
+      covered = fmt::format("every interleaving with at most {} (a bounded depth-first search: {})",
+                            preemptions, counts);
+    else if (systematic.Complete())
+      covered = fmt::format("every interleaving (DPOR: {}; the bound of {} cut no race reversal)",
+                            counts, preemptions);
+    else
+      covered = fmt::format(
+          "every schedule of a DPOR search at bound {} ({}), which is not every interleaving with "
+          "at most {}: the bound refused {} race reversal{} it found",
+          systematic.bound, counts, preemptions, systematic.cut, systematic.cut == 1 ? "" : "s");
+    const std::string systematic_text =
+        covered + (outcome.probed > 0 ? fmt::format(", after {} sampled schedules found nothing", outcome.probed)
+                                      : std::string());
+    if (no_preemption) {
+      verdict_line = fmt::format(
+          "verdict: inconclusive: {} did not fail{} in {} schedule(s) without preemption, but "
+          "--bound 0 never preempts a thread, so it cannot reach a race: this certifies nothing. "
+          "Use --bound 1 or more, or no --bound.\n",
+          CheckedLabel(a.options), against, v.explored);
+    } else if (inconclusive) {
+      // Stopped by its budget: say what was run and what was not, never "holds".
+      verdict_line = fmt::format(
+          "verdict: inconclusive: no counterexample to {}{} in {} schedules, but the "
+          "{} search at bound {} was not exhausted (stopped at the budget of {} runs{}){}: "
+          "this is not a 'holds'. Give --max-runs more runs, or a lower --bound.\n",
+          CheckedLabel(a.options), against, v.explored, systematic.naive ? "bounded depth-first" : "DPOR",
+          systematic.bound, plan.max_runs, a.max_runs_given ? ", --max-runs" : "",
+          v.explored > systematic.verdict.explored
+              ? fmt::format("; {} sampled schedules found nothing either",
+                            v.explored - systematic.verdict.explored)
+              : std::string());
+    } else if (!automatic) {
+      verdict_line = fmt::format("verdict: {} holds{} for {}\n", CheckedLabel(a.options), against, systematic_text);
+    } else {
+      verdict_line = fmt::format("verdict: {} holds{} for {}, and for every schedule "
+                                 "sampled after it: {} (random walk, PCT d=2 and d=3 over k={} "
+                                 "steps, seeds {}..{}). Chosen without --bound: bound {}, "
+                                 "{} sampled runs; --bound B --max-runs N explores further.\n",
+                                 CheckedLabel(a.options), against, systematic_text, plan.sampled_runs,
+                                 v.pct_steps, plan.seed + plan.probe_runs,
+                                 plan.seed + plan.probe_runs + plan.sampled_runs - 1,
+                                 plan.bound, plan.sampled_runs);
+    }
+  }
+  // The failure's report (text mode, and the JUnit case of a fix that fails).
+  std::string failure_report;
+  if (!v.holds && (!a.options.json || !a.junit.empty())) {
+    std::string hint;
+    if (!a.save.empty()) {
+      hint = fmt::format("counterexample saved: replay it with: {} --schedule {}",
+                         ReplayCommandLine(a.trace, a.options), ShellQuote(a.save));
+    } else {
+      hint = fmt::format("replay it (add --save-schedule FILE to keep it): {} --schedule {}",
+                         ReplayCommandLine(a.trace, a.options), ShellQuote(v.counterexample->run.schedule.Encode()));
+    }
+    failure_report = FormatReport(*v.counterexample, l->program, hint);
+  }
+  // The lines that say under what the verdict was reached: the interpreter assumed, and (for
+  // a holds) where the patch was entered.
+  std::string context = assumed_line;
+  if (v.holds)
+    for (const std::string& line : v.reach) context += Sprintf("patch reach: %s\n", line.c_str());
+  if (!a.junit.empty())
+    if (auto w = WriteOutput(a.junit, CheckJunit(a.trace, CheckedLabel(a.options) + against,
+                                                 l->options.engine, verdict, verdict_line,
+                                                 engine_said + context + failure_report));
+        !w)
+      return Fail(out, w.error());
+  if (!v.holds && !a.perfetto.empty()) {
+    Replayer rep(l->program, l->options);
+    sim::ScheduleReplay again(v.counterexample->run.schedule);
+    replay::StepLog log(again);
+    const ReplayResult r = rep.Run(log);
+    if (auto w = WriteOutput(a.perfetto, replay::ReplayTimeline(r, log.steps())); !w)
+      return Fail(out, w.error());
+  }
+  auto finish = [&](int exit_code) {
+    CheckOutput done = Done(out, exit_code);
+    done.verdict = verdict;
+    done.explored = v.explored;
+    if (v.counterexample) done.counterexample = v.counterexample->run.schedule.Encode();
+    return done;
+  };
+  if (a.options.json) {
+    out += Sprintf("{\"trace\":\"%s\",\"fix\":\"%s\",%s\"failure\":\"%s\",\"verdict\":\"%s\",\"explored\":%llu,"
+                "\"search\":{\"method\":\"%s\",\"bound\":%u,\"runs\":%llu,\"max_runs\":%llu,"
+                "\"exhausted\":%s,\"cut\":%llu,\"complete\":%s,\"sampled\":%llu,\"probed\":%llu},"
+                "\"makespan_fix_ns\":%llu,\"makespan_none_ns\":%llu,\"makespan_recorded_ns\":%llu,"
+                "\"cost\":%s,\"counterexample\":%s%s%s}\n",
+                JsonEscape(a.trace).c_str(), JsonEscape(a.options.fix).c_str(), CheckedJson(a.options).c_str(),
+                JsonEscape(a.options.failure).c_str(), verdict,
+                static_cast<unsigned long long>(v.explored),
+                systematic.naive ? "bounded-dfs" : "dpor", systematic.bound,
+                static_cast<unsigned long long>(systematic.verdict.explored),
+                static_cast<unsigned long long>(plan.max_runs), systematic.exhausted ? "true" : "false",
+                static_cast<unsigned long long>(systematic.cut), systematic.Complete() ? "true" : "false",
+                static_cast<unsigned long long>(v.explored - systematic.verdict.explored - outcome.probed),
+                static_cast<unsigned long long>(outcome.probed),
+                static_cast<unsigned long long>(v.makespan_fix),
+                static_cast<unsigned long long>(v.makespan_none),
+                static_cast<unsigned long long>(v.makespan_recorded),
+                v.holds ? CostJson(v.cost).c_str() : "null",
+                v.counterexample ? FormatJson(*v.counterexample, l->program).c_str() : "null",
+                a.options.races ? (",\"races\":" + RacesJson(v.races)).c_str() : "",
+                assumed.empty() ? "" : (",\"assumed\":\"" + JsonEscape(assumed) + "\"").c_str());
+    return finish(v.holds ? holds_exit : kExitFound);
+  }
+  out += colour(verdict_line);
+  // The patch it checked was on the path (a failing verdict's report has its own lines).
+  out += context;
+  if (!v.holds) {
+    out += colour(failure_report);
+    out += Sprintf("%s\n", shrink_note.c_str());
+  }
+  if (a.options.races) out += FormatRaces(v.races, v.counterexample ? v.counterexample->findings
+                                                                   : std::vector<Finding>{})
+                                ;
+  // A fix that fails has its failure, not a cost.
+  if (v.holds) out += Sprintf("%s\n", FormatCost(v.cost).c_str());
+  for (const DuplicateTuning& d : v.duplicates_fix)
+    out += Sprintf("warning: duplicate-tuning under this fix: %s key %s tuned by %u threads (%.3f ms "
+                "of GPU time wasted)\n",
+                d.kernel.c_str(), d.key.c_str(), d.threads, ms(d.wasted_gpu_ns));
+  return finish(v.holds ? holds_exit : kExitFound);
+}
+
+}  // namespace rerace::replay

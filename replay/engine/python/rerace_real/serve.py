@@ -1,0 +1,802 @@
+"""The engine's process: set up once, then one forked child per replay run.
+
+The C++ side (replay/engine/src/python_engine.cc) starts ``python -m rerace_real`` with two pipes on
+standard input and output, and sends one line of JSON: the program (threads, their recorded
+calls), the patches, the mode. This process then
+
+1. installs the controlled threading primitives (sync.py),
+2. imports Triton and puts the fakes in place (fakes.py),
+3. imports each patch file as a module, as a training script would at start-up, and notes what
+   each changed in the tuner classes (so the report can say the patch took effect),
+4. builds one tuner per recorded tuner object (tuners.py), never run,
+
+and answers ``ready <json>`` (versions, the switch rules, what was replaced and patched), or
+``error <kind> <message>`` and exits 2 (kind: ``env``, no usable Triton; ``data``, a patch
+that does not compile or raises, a tuner the engine cannot build; ``nofile``, a patch that is
+not a file; ``usage``, a patched recording without its patch; ``internal``, a bug). Then, for
+each ``run`` line, it forks: the child replays the program once under the controller's commands (control.py) from the pristine state, so runs are
+independent and patch state (a module-level lock or dict) starts fresh each time; the parent
+waits and answers ``done <status>``. ``quit`` (or the end of input) ends it.
+
+Anything the program or Triton prints goes to standard error: the protocol has its own copies of
+the descriptors. Framing: every line this side writes starts with the session token the C++ side
+sent in the configuration (``control.frame``), so that a patch's stray write to the channel is a
+protocol error on the C++ side, never a message. A watchdog there ends a run that makes no
+progress; it signals SIGUSR1 first, and faulthandler writes every thread's stack to descriptor 3
+(the hang report names where each thread is).
+"""
+
+import faulthandler
+import hashlib
+import importlib.util
+import json
+import os
+import signal
+import sys
+import threading
+import traceback
+
+from . import control, fakes, reach, sync, trust, tuners
+
+_FIELD_WORDS = {
+    "in-param-not-in-cache": "In-parameter {name} is not in the cache: {who}",
+    "nargs-none": "nargs is None while thread {tid} runs {fn}: {who}",
+}
+
+
+def _send(wfd, *fields):
+    data = control.frame("\t".join(str(f).replace("\t", " ").replace("\n", " ") for f in fields))
+    data = data.encode("utf-8", "backslashreplace")
+    while data:
+        n = os.write(wfd, data)
+        data = data[n:]
+
+
+def _readline(rfd, state):
+    while b"\n" not in state["buf"]:
+        chunk = os.read(rfd, 65536)
+        if not chunk:
+            return None
+        state["buf"] += chunk
+    line, _, state["buf"] = state["buf"].partition(b"\n")
+    return line.decode("utf-8")
+
+
+def _class_attrs(cls):
+    """What a patch may change: the tuner class's functions and descriptors, by name."""
+    out = {}
+    for klass in cls.__mro__:
+        if klass is object:
+            continue
+        for name, v in vars(klass).items():
+            if name in out or name.startswith("__") and name not in ("__init__", "__call__"):
+                continue
+            out[name] = v
+    return out
+
+
+_PATCH_MODULE = "rerace_patch_"  # the module name a --patch file is imported under
+
+
+def _describe(v):
+    f = getattr(v, "fget", None) or v
+    mod = getattr(f, "__module__", None) or type(v).__module__
+    qn = getattr(f, "__qualname__", None) or type(v).__qualname__
+    kind = type(v).__name__
+    code = getattr(f, "__code__", None)
+    if mod.startswith(_PATCH_MODULE) and code is not None:
+        # A --patch file's module name is this engine's own: name the user's file instead.
+        return "%s %s (%s:%d)" % (kind, qn, os.path.basename(code.co_filename), code.co_firstlineno)
+    return "%s %s.%s" % (kind, mod, qn)
+
+
+class Setup:
+    def __init__(self, cfg):
+        self.cfg = cfg
+        self.program = cfg["program"]
+        recorded = [m.get("python") for m in (self.program.get("tuner_meta") or {}).values()
+                    if isinstance(m.get("python"), dict)]
+        mode = cfg.get("mode", "auto")
+        if mode == "auto":
+            # The interpreter that recorded the step decides; a recording without metadata
+            # was made by a GIL build (no free-threaded build existed before 3.13t).
+            self.free_threaded = any(r.get("gil") is False for r in recorded)
+        else:
+            self.free_threaded = mode == "free-threaded"
+        self.info = {"python": sys.version.split()[0], "replaced": [], "patches": [],
+                     "mode": "free-threaded" if self.free_threaded else "gil"}
+        versions = sorted({r.get("version") for r in recorded if r.get("version")})
+        if versions:
+            self.info["recorded_python"] = versions
+            running = "%d.%d" % sys.version_info[:2]
+            if any(not v.startswith(running + ".") and v != running for v in versions):
+                self.info["python_differs"] = True
+
+    def start(self):
+        self.cfg["patches"] = [os.path.realpath(p) for p in self.cfg.get("patches", [])]
+        self.folders = trust.roots(self.cfg.get("user_pythonpath"))
+        patches = set(self.cfg["patches"])
+        fixes_dir = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixes") + os.sep
+        real = {}
+        self.watched_roots = []  # a recorded tuner class's module or package (_build_tuners)
+
+        def watched(filename):
+            r = real.get(filename)
+            if r is None:
+                r = real[filename] = os.path.realpath(filename)
+            return (r in patches or r.startswith(fixes_dir) or "/triton/" in r or "/fla/" in r or
+                    filename.startswith("<rerace") or
+                    any(r == w or r.startswith(w + os.sep) for w in self.watched_roots))
+
+        self.watched = watched
+        sync.set_watched(watched)
+        sync.install()
+        self._choose_threads()
+        try:
+            import triton
+            from triton.runtime import autotuner
+        except Exception as e:  # noqa: BLE001 - any failure to import is the user's to see
+            raise SetupError("cannot import triton with %s: %s: %s" % (
+                sys.executable, type(e).__name__, e), kind="env")
+        self.triton = triton
+        self.autotuner = autotuner
+        self.info["triton"] = getattr(triton, "__version__", "?")
+        recorded = sorted({m.get("triton") for m in (self.program.get("tuner_meta") or {}).values()
+                           if m.get("triton")})
+        if recorded:
+            self.info["recorded_triton"] = recorded
+            if recorded != [self.info["triton"]]:
+                self.info["triton_differs"] = True
+        self.info["triton_file"] = autotuner.__file__
+        self.info["replaced"] = fakes.install(triton)
+        gil_enabled = getattr(sys, "_is_gil_enabled", lambda: True)()
+        self.info["interpreter_gil"] = bool(gil_enabled)
+        from . import gil
+        if self.free_threaded:
+            self.rules = gil.rules_for(sys.version_info[:2], free_threaded=True)
+        else:
+            self.rules = gil.rules_for(sys.version_info[:2])
+        self.info["rules"] = self.rules.name
+        self.reach = reach.Reach()
+        self._import_tuner_classes()
+        if tuners.FAKE_TORCH:
+            self.info["fake_torch"] = list(tuners.FAKE_TORCH)
+        if tuners.ALONE:
+            self.info["imported_alone"] = [list(a) for a in tuners.ALONE]
+        before = _class_attrs(autotuner.Autotuner)
+        for i, path in enumerate(self.cfg.get("patches", [])):
+            self.info["patches"].append(self._import_patch(i, path, before))
+            before = _class_attrs(autotuner.Autotuner)
+        if not self.cfg.get("patches"):
+            self._load_recorded_patches(before)
+        self.info["reach"] = self.reach.info()
+        self._build_tuners()
+        # The GIL tracer, made here so that its sys.monitoring tool id is claimed before a
+        # run forks (a patch or an import that took the ids leaves the settrace one): each
+        # run's child installs its own copy.
+        self.tracer = None
+        if not self.free_threaded:
+            self.tracer = control.make_tracer(self.rules, self.watched)
+            if isinstance(self.tracer, control.MonitoringTracer) and self.reach.replaced:
+                self.tracer.reach = self.reach
+            self.info["gil_tracer"] = "sys.monitoring" if isinstance(
+                self.tracer, control.MonitoringTracer) else "sys.settrace"
+            if control.GREENLET is not None and self.info["gil_tracer"] != "sys.monitoring":
+                # Every sys.monitoring tool id taken (by a patch): logical.py's identity is in
+                # place, so greenlets without the tracer they need cannot go on.
+                raise SetupError("logical threads as greenlets need a sys.monitoring tool id "
+                                 "and every one is taken (by a patch or an import?); run with "
+                                 "RERACE_ENGINE_THREADS=os", kind="env")
+        self.plans = [_plan(self, call) for call in self.program["calls"]]
+        self._warm_caches()
+        # Each run's ThreadStates (and, with greenlets, the Thread each logical thread is to the
+        # program), made once here: every run's child starts with a pristine copy (fork).
+        self.states = [control.ThreadState(t, th["name"])
+                       for t, th in enumerate(self.program["threads"])]
+        if control.GREENLET is not None:
+            from . import logical
+            for ts in self.states:
+                logical.make_thread(ts)
+
+    def _warm_caches(self):
+        """Fills, once here, the caches that every run's child would otherwise fill again from
+        empty (a child's writes die with it): for each source file of the loaded code, whether
+        it is rerace's own (control.is_ours) and whether it is watched (a realpath each: about
+        180 stat calls a run), and the tracer's opcode table of each watched code object.
+        Each is a function of the file name or of the code object alone: a child's own lookup
+        gives the same answer. Code loaded later (a run's own imports) is looked up as before."""
+        import gc
+        import types
+        codes = {}
+        stack = [o.__code__ for o in gc.get_objects() if type(o) is types.FunctionType]
+        while stack:
+            code = stack.pop()
+            if id(code) in codes:
+                continue
+            codes[id(code)] = code
+            stack.extend(k for k in code.co_consts if type(k) is types.CodeType)
+        tracer = self.tracer
+        for filename in sorted({c.co_filename for c in codes.values()}):
+            control.is_ours(filename)
+            self.watched(filename)
+            if tracer is not None:
+                tracer._is_watched(filename)
+        if tracer is not None:
+            for code in codes.values():
+                if not control.is_ours(code.co_filename) and tracer._is_watched(code.co_filename):
+                    tracer._ops(code)
+
+    def _choose_threads(self):
+        """Logical threads as greenlets (control.GREENLET) where they can be: CPython 3.12+,
+        the greenlet package importable, and in GIL mode the sys.monitoring tracer (the
+        settrace one keeps per-thread frame state). RERACE_ENGINE_THREADS=os keeps OS threads;
+        =greenlet makes a missing greenlet an error. Before Triton and the patches import:
+        thread identity and threading.local follow the logical thread (logical.py)."""
+        want = os.environ.get("RERACE_ENGINE_THREADS", "")
+        if want not in ("", "os", "greenlet"):
+            raise SetupError("RERACE_ENGINE_THREADS=%s: neither os nor greenlet" % want, kind="usage")
+        self.info["threads"] = "os"
+        if want == "os":
+            return
+        why = None
+        if sys.version_info < (3, 12):
+            why = "CPython %d.%d (greenlets need 3.12+ here)" % sys.version_info[:2]
+        elif not self.free_threaded and os.environ.get("RERACE_GIL_TRACER") == "settrace":
+            why = "RERACE_GIL_TRACER=settrace"
+        else:
+            try:
+                import greenlet
+            except ImportError as e:
+                why = "no greenlet module (%s)" % e
+        if why is not None:
+            if want == "greenlet":
+                raise SetupError("RERACE_ENGINE_THREADS=greenlet: %s with %s" % (
+                    why, sys.executable), kind="env")
+            return
+        from . import logical
+        logical.install()
+        control.GREENLET = greenlet
+        self.info["threads"] = "greenlet"
+
+    def _recorded_patches(self):
+        """(what, module, qualname, where) of each part the recording says was patched."""
+        out = []
+        for meta in (self.program.get("tuner_meta") or {}).values():
+            parts = [("run", meta.get("run")), ("_bench", meta.get("bench"))]
+            for field, d in (meta.get("fields") or {}).items():
+                parts.append(("self." + field, d.get("fget") if isinstance(d, dict) else None))
+            for what, f in parts:
+                if not isinstance(f, dict):
+                    continue
+                mod = f.get("module") or ""
+                if not mod or mod.startswith(("triton.", "fla.")) or mod in ("rerace_probe", "functools"):
+                    continue
+                where = "%s:%s" % (f.get("file", "?"), f.get("line", "?"))
+                out.append((what, mod, f.get("qualname") or "?", where))
+        return out
+
+    def _load_recorded_patches(self, before):
+        """A recording of a patched program, replayed without --patch: refuse, naming the module
+        the recording says the patch came from (never replay stock code for it, never import a
+        name the trace chose). rerace's own shipped fixes are imported; an installed module
+        (trust.check) only with --allow-recorded-patch."""
+        import importlib
+        allow = bool(self.cfg.get("allow_recorded_patch"))
+        for what, mod, qualname, where in self._recorded_patches():
+            if any(p["file"] == mod for p in self.info["patches"]):
+                continue
+            said = "the recorded program was patched: %s was %s.%s (%s)" % (what, mod, qualname, where)
+            if mod == "__main__" or mod.startswith("rerace_patch_"):
+                raise SetupError("%s, defined in its main script; give that patch with --patch FILE"
+                                 % said, kind="usage")
+            path, why = trust.check(mod, self.folders)
+            if why:
+                raise SetupError("%s; module %s is not imported: %s; give the patch with --patch FILE"
+                                 % (said, mod, why), kind="usage")
+            if not allow and not mod.startswith("rerace_real.fixes."):
+                raise SetupError(
+                    "%s; give that patch with --patch FILE, or pass --allow-recorded-patch to "
+                    "import the installed module %s (%s)" % (said, mod, path), kind="usage")
+            try:
+                m = importlib.import_module(mod)
+            except Exception as e:  # noqa: BLE001
+                raise SetupError(
+                    "%s, and module %s cannot be imported here (%s: %s); give the patch with "
+                    "--patch FILE" % (said, mod, type(e).__name__, e), kind="data")
+            after = _class_attrs(self.autotuner.Autotuner)
+            changed = sorted(n for n in set(before) | set(after) if before.get(n) is not after.get(n))
+            self.reach.note("Autotuner", before, after, source=mod)
+            self.info["patches"].append({
+                "file": mod, "recorded": True, "path": getattr(m, "__file__", "?"),
+                "changed": ["Autotuner.%s -> %s" % (n, _describe(after[n])) if n in after
+                            else "Autotuner.%s removed" % n for n in changed]})
+            before = after
+
+    def _import_patch(self, i, path, before):
+        if not os.path.exists(path):
+            raise SetupError("patch %s: no such file" % path, kind="nofile")
+        if not os.path.isfile(path):
+            raise SetupError("patch %s: not a regular file" % path, kind="nofile")
+        name = "%s%d_%s" % (_PATCH_MODULE, i, os.path.splitext(os.path.basename(path))[0])
+        spec = importlib.util.spec_from_file_location(name, path)
+        if spec is None or spec.loader is None:
+            raise SetupError("patch %s: not a Python file" % path, kind="data")
+        mod = importlib.util.module_from_spec(spec)
+        sys.modules[name] = mod
+        cls = self.autotuner.Autotuner  # the class object the patch finds (it may rebind the name)
+        try:
+            spec.loader.exec_module(mod)
+        except SyntaxError as e:
+            at = "%s:%s" % (e.filename or path, e.lineno or "?")
+            raise SetupError("patch %s does not compile: %s: %s (at %s)" % (
+                path, type(e).__name__, e.msg, at), kind="data")
+        except BaseException as e:  # noqa: BLE001 - SystemExit too: the patch's, reported
+            raise SetupError("patch %s raised %s: %s (at %s)" % (
+                path, type(e).__name__, e, _patch_frame(e, path)), kind="data")
+        after = _class_attrs(cls)
+        changed = sorted(n for n in set(before) | set(after) if before.get(n) is not after.get(n))
+        self.reach.note("Autotuner", before, after, source=path)
+        with open(path, "rb") as f:
+            sha256 = hashlib.sha256(f.read()).hexdigest()
+        out = {"file": path, "sha256": sha256,
+               "changed": ["Autotuner.%s -> %s" % (n, _describe(after[n]))
+                           if n in after else "Autotuner.%s removed" % n
+                           for n in changed]}
+        now = self.autotuner.Autotuner
+        if now is not cls:
+            # A reload, or a subclass put in its place: what the patch changed is on the old
+            # class object; tuners built from here on use the new one.
+            out["changed"].append("triton.runtime.autotuner.Autotuner rebound to another class "
+                                  "object (%s.%s)" % (getattr(now, "__module__", "?"),
+                                                      getattr(now, "__qualname__", "?")))
+            if isinstance(now, type):
+                # What the new class runs in place of the stock code (a locked subclass's run,
+                # a lock put on a reloaded module's fresh class) is a replacement too: a tuner
+                # class defined over the old class object (FLA's CachedAutotuner, imported
+                # before the patches) never enters it (patch-not-reached). A reload's fresh
+                # copies of stock functions are not (reach.py).
+                fresh = _class_attrs(now)
+                n = len(self.reach.replaced)
+                self.reach.note("Autotuner", before, fresh, source=path)
+                for r in self.reach.replaced[n:]:
+                    out["changed"].append("its %s -> %s" % (
+                        r.name.split(".", 1)[1], _describe(fresh[r.name.split(".", 1)[1]])))
+        return out
+
+    def _watch(self, path):
+        """Watches a recorded tuner class's module: its package folder, or its file."""
+        r = os.path.realpath(path)
+        if os.path.basename(r) == "__init__.py":
+            r = os.path.dirname(r)
+        self.watched_roots.append(r)
+
+    def _import_tuner_classes(self):
+        """Imports each tuner class the recording names other than Triton's Autotuner (a
+        team's subclass, a library's such as FLA's CachedAutotuner) before the patches, as a
+        training script's imports come before the patches it applies at start-up (a module that
+        keeps a reference to Autotuner.run keeps the original). Refused in one line when its
+        module is not installed here or the class is not an Autotuner."""
+        self.tuner_classes = {}
+        for call in self.program["calls"]:
+            cls = call.get("tuner_class", "")
+            if cls in ("", "triton.runtime.autotuner.Autotuner") or cls in self.tuner_classes:
+                continue
+            meta = (self.program.get("tuner_meta") or {}).get(str(call["tuner"]))
+            subclass, refused = tuners.tuner_class(cls, meta, self.autotuner.Autotuner,
+                                                   self.folders, watch=self._watch)
+            if subclass is None:
+                raise SetupError(
+                    "tuner class %s is not imported: %s; the python engine replays a tuner "
+                    "through its real class (install its module or put it on PYTHONPATH, or "
+                    "use --engine model)" % (cls, refused), kind="data")
+            self.tuner_classes[cls] = subclass
+
+    def _build_tuners(self):
+        self.tuners = {}
+        names = {}
+        for call in self.program["calls"]:
+            tid = call["tuner"]
+            if tid in self.tuners:
+                continue
+            cls = call.get("tuner_class", "")
+            meta = (self.program.get("tuner_meta") or {}).get(str(tid))
+            tuner, why = tuners.imported_kernel(meta, self.autotuner.Autotuner, self.folders)
+            subclass = None
+            if cls not in ("", "triton.runtime.autotuner.Autotuner") and (
+                    tuner is None or "%s.%s" % (type(tuner).__module__,
+                                                type(tuner).__qualname__) != cls):
+                # Another tuner class (a team's subclass, a library's such as FLA's
+                # CachedAutotuner): replayed through the real class, or refused in one line.
+                tuner = None
+                subclass = self.tuner_classes[cls]
+            keys = None
+            if tuner is not None:
+                config_names = set()
+                for c in tuner.configs:
+                    config_names |= set(c.kwargs)
+                positional = [a for a in tuner.arg_names if a not in config_names]
+                keys = list(tuner.keys)
+                source = "imported %s.%s" % (meta["kernel"]["module"], meta["kernel"]["qualname"])
+            else:
+                keys = (meta or {}).get("keys") or None
+                if keys and tuners.key_values(keys, call["arg_names"], call["key"]) is None:
+                    keys = None
+                try:
+                    tuner, positional = tuners.build(call, self.triton, keys=keys, cls=subclass)
+                except Exception as e:  # noqa: BLE001
+                    if subclass is None:
+                        raise
+                    raise SetupError("tuner class %s (module %s) cannot be built as Triton's "
+                                     "autotune builds an Autotuner: %s: %s" % (
+                                         cls, subclass.__module__, type(e).__name__, e),
+                                     kind="data")
+                source = "built from the recording" + (
+                    " (key names %s from the probe)" % ", ".join(keys) if keys else
+                    " (the recorded key carried by an extra argument)")
+                if subclass is not None:
+                    source += "; class %s.%s (%s)" % (
+                        subclass.__module__, subclass.__qualname__,
+                        control.site_path(getattr(sys.modules.get(subclass.__module__),
+                                                  "__file__", None) or "?"))
+                if meta:
+                    source += "; its kernel not imported: " + why
+            self.info.setdefault("tuners", []).append("%s: %s" % (call["kernel"], source))
+            short = "Autotuner(%s)" % call["kernel"]
+            n = names.get(short, 0)
+            names[short] = n + 1
+            if n:
+                short += "#%d" % n
+            self.reach.check_class(type(tuner))
+            tuners.track(tuner, short)
+            self.tuners[tid] = (tuner, positional, keys)
+
+
+class SetupError(Exception):
+    """A set-up problem for the user: `kind` says whose (see the module's docstring)."""
+
+    def __init__(self, message, kind="internal"):
+        super().__init__(message)
+        self.kind = kind
+
+
+def _patch_frame(e, path):
+    """Where a patch's import failed: the innermost frame in real source (not importlib's
+    frozen bootstrap, not rerace's own), else the patch file."""
+    for fr in reversed(traceback.extract_tb(e.__traceback__)):
+        if fr.filename.startswith("<frozen") or control.is_ours(fr.filename):
+            continue
+        return "%s:%d" % (fr.filename, fr.lineno)
+    return path
+
+
+def _watchdog_dump(on):
+    """SIGUSR1 (the C++ watchdog) writes every thread's stack to the dump descriptor."""
+    if _DUMP[0] is None:
+        return
+    if on:
+        faulthandler.register(signal.SIGUSR1, file=_DUMP[0], all_threads=True)
+    else:
+        faulthandler.unregister(signal.SIGUSR1)
+        signal.signal(signal.SIGUSR1, signal.SIG_IGN)
+
+
+_DUMP = [None]
+
+
+def _program_frame(tb):
+    """(file, line, function) of the innermost frame of traceback `tb` outside rerace's own
+    code, or None. The same three as ``traceback.extract_tb`` gives (``tb_lineno`` is the line
+    of the instruction's position, ``co_name`` the name), without its source lookup: that stats
+    and reads every file of the traceback, in a fresh child each run (3 of 8 ms a run)."""
+    found = None
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        if not control.is_ours(code.co_filename):
+            found = tb
+        tb = tb.tb_next
+    if found is None:
+        return None
+    code = found.tb_frame.f_code
+    return code.co_filename, found.tb_lineno, code.co_name
+
+
+def _classify(e, ts, run):
+    frame = _program_frame(e.__traceback__)
+    where = "%s:%d in %s" % (control.site_path(frame[0]), frame[1], frame[2]) if frame else ""
+    etype = type(e).__name__
+    msg = str(e) if not isinstance(e, KeyError) else repr(e.args[0]) if e.args else ""
+    out = {"type": etype, "message": msg, "where": where, "code": "exception",
+           "words": "the call raised %s" % etype, "other": -1, "other_step": -1}
+    fn = frame[2] if frame else "?"
+    restore = ts.call.get("_restore", []) if ts.call else []
+    if isinstance(e, KeyError) and e.args and e.args[0] in restore:
+        other, step, at = run.last_writer("restore_copies")
+        out["code"] = "in-param-not-in-cache"
+        who = "restore_copies was last written by thread %d %s" % (other, at) \
+            if other >= 0 else "restore_copies has no copy of it"
+        out["words"] = "In-parameter %s is not in the cache: %s, while thread %d ran %s" % (
+            e.args[0], who, ts.tid, fn)
+        out["other"], out["other_step"] = other, step
+    elif isinstance(e, TypeError) and "NoneType" in msg:
+        other, step, at = run.last_writer("nargs")
+        out["code"] = "nargs-none"
+        out["words"] = "nargs is None while thread %d runs %s: thread %d set it to None %s" % (
+            ts.tid, fn, other, at)
+        out["other"], out["other_step"] = other, step
+    elif frame is None:
+        out["code"] = "internal"
+    return out
+
+
+def _best(call):
+    ns = call.get("bench_ns") or []
+    if not ns:
+        return -1
+    return min(range(len(ns)), key=lambda i: (ns[i], i))
+
+
+def _acceptable(program, call):
+    """The configs some recorded benchmark of this call's tuner and key selected: a launch
+    with one of them is right (threads' timings of one key differ by noise); a launch with a
+    config no benchmark of its key selected ran another key's choice."""
+    out = set()
+    for c in program["calls"]:
+        if c["tuner"] == call["tuner"] and c["key"] == call["key"]:
+            b = _best(c)
+            if b >= 0:
+                out.add(b)
+    return out
+
+
+def _plan(setup, call):
+    """What a recorded call's replay needs that is the same in every run (set-up computes it
+    once, Setup.plans): the key's argument values, the names to restore, the acceptable
+    configs (_acceptable looks at every call of the program)."""
+    _, positional, keys = setup.tuners[call["tuner"]]
+    known = (tuners.key_values(keys, positional, call["key"]) or {}) if keys else {}
+    restore = [call["arg_names"][i] for i in call["restore_value"] if i < len(call["arg_names"])]
+    return known, restore, _acceptable(setup.program, call)
+
+
+def _call_args(setup, call_index, tid):
+    call = setup.program["calls"][call_index]
+    tuner, positional, keys = setup.tuners[call["tuner"]]
+    known, restore, best = setup.plans[call_index]
+    args = {}
+    values = [] if keys else [call["key"]]
+    for name in positional:
+        if name in known:
+            values.append(known[name])
+            continue
+        t = fakes.FakeTensor(tid, name)
+        args[name] = t
+        values.append(t)
+    c = dict(call)
+    c.update(_tuner=tuner, _args=args, _restore=list(restore), _best=best,
+             _reps=setup.cfg.get("reps", 1))
+    return tuner, values, c
+
+
+def _replay_call(setup, run, ts, call_index):
+    """Makes the recorded call through the real tuner; returns the finding of the exception it
+    raised, or None."""
+    tuner, values, c = _call_args(setup, call_index, ts.tid)
+    ts.call = c
+    reached = setup.reach.replaced and ts.tid >= 0
+    if reached:
+        setup.reach.start_call(c)
+    try:
+        tuner[(1,)](*values)
+        return None
+    except BaseException as e:  # noqa: BLE001 - the program's exception, reported
+        _untrace(run, ts)
+        f = _classify(e, ts, run)
+        if f["code"] == "internal":
+            f["words"] += ": " + "".join(traceback.format_exception_only(type(e), e)).strip()
+        return f
+    finally:
+        ts.call = None
+        if reached:
+            with control.Unseen():
+                run.post("r", json.dumps(setup.reach.report(c), sort_keys=True))
+
+
+def _reach_profile(setup):
+    """Patch reach's profile function for a replaying thread, or None (nothing replaced).
+    With greenlets one profile serves every logical thread of the OS thread: it skips a
+    thread whose events have stopped (_untrace)."""
+    if not setup.reach.replaced:
+        return None
+    check = setup.reach.profile
+    if control.GREENLET is not None:
+        local = control._local
+
+        def profile(frame, event, arg):
+            ts = getattr(local, "ts", None)
+            if ts is not None and ts.traced:
+                check(frame, event)
+        return profile
+    return lambda frame, event, arg: check(frame, event)
+
+
+def _untrace(run, ts):
+    """The thread's tracer and profile events stop (its task ended, or is ending by an
+    exception)."""
+    if run.tracer is not None:
+        run.tracer.thread_stop(ts)
+    elif control.GREENLET is not None:
+        ts.traced = False  # the profile is the OS thread's, shared (_reach_profile)
+    else:
+        sys.setprofile(None)
+
+
+def _worker(setup, run, tracer, ts, ops):
+    control._local.ts = ts
+    if tracer is not None:
+        tracer.thread_start(_reach_profile(setup))
+    elif control.GREENLET is None:
+        sys.setprofile(_reach_profile(setup))
+    if control.GREENLET is None:
+        ts.baton.acquire()
+    try:
+        for op in ops:
+            kind = op[0]
+            if kind == "call":
+                f = _replay_call(setup, run, ts, op[1])
+                if f is not None:
+                    run.finding(**f)
+                    break  # as in the real program, the exception ends this thread's task
+            elif kind == "launch":
+                run.opportunity()
+                run.advance(op[1])
+            elif kind == "sync":
+                run.opportunity()
+    except BaseException as e:  # noqa: BLE001
+        run.internal("thread %d: %s" % (ts.tid, "".join(traceback.format_exception(type(e), e, e.__traceback__))))
+    _untrace(run, ts)
+    if control.GREENLET is not None:
+        from . import logical
+        logical.unregister(ts)  # no longer alive to threading, as a thread that ended
+    run.send("x")
+    run.hand_on()
+
+
+def _prewarm(setup, run, tracer):
+    """Each (tuner, key) once, serially, before the threads start (no scheduling points; the
+    tracer counts the executions, so the code is as warm as the real prewarm left it)."""
+    ts = control.ThreadState(-1, "prewarm")
+    ts.quiet = 1
+    control._local.ts = ts
+    if tracer is not None:
+        tracer.thread_start()
+    done = set()
+    for i, call in enumerate(setup.program["calls"]):
+        k = (call["tuner"], call["key"])
+        if k in done:
+            continue
+        done.add(k)
+        f = _replay_call(setup, run, ts, i)
+        if f is not None:
+            run.internal("the serial prewarm call %d raised %s: %s at %s" % (
+                i, f["type"], f["message"], f["where"]))
+    if tracer is not None:
+        tracer.thread_stop(ts)
+    control._local.ts = None
+
+
+def _child(setup, rfd, wfd, leftover=b""):
+    _watchdog_dump(True)
+    if control._DEBUG:
+        import faulthandler
+        faulthandler.dump_traceback_later(4, exit=True)
+    run = control.Run(rfd, wfd, setup.free_threaded, setup.rules)
+    run.buf = leftover
+    control.RUN = run
+    tracer = setup.tracer  # this child's copy (fork), with no counts yet
+    if tracer is not None:
+        tracer.install()
+    run.tracer = tracer
+    if setup.cfg.get("prewarm"):
+        _prewarm(setup, run, tracer)
+    states = setup.states  # this child's copies (fork), as set-up made them
+    run.threads = states
+    if control.GREENLET is not None:
+        from . import logical
+        if tracer is None:
+            sys.setprofile(_reach_profile(setup))
+        main = control.GREENLET.getcurrent()
+        for t, th in enumerate(setup.program["threads"]):
+            logical.register(states[t])  # a live thread to threading (current_thread)
+            states[t].glet = control.GREENLET.greenlet(
+                lambda ts=states[t], ops=th["ops"]: _worker(setup, run, tracer, ts, ops),
+                parent=main)
+        run.hand_on()
+        # A logical thread hands the turn on when it ends, and the run ends in one (e): never
+        # back here.
+        run.internal("a logical thread ended without handing the turn on")
+    workers = []
+    for t, th in enumerate(setup.program["threads"]):
+        w = threading.Thread(target=_worker, args=(setup, run, tracer, states[t], th["ops"]),
+                             name=th["name"], daemon=True)
+        w.start()
+        workers.append(w)
+    run.hand_on()
+    for w in workers:
+        w.join()
+    os._exit(0)
+
+
+# The replay child's own exit statuses besides 0 (control.py and _child): the controller went
+# away (3), an unexpected command (4), an internal error (5), an exception in _child (6).
+_OWN_EXITS = (3, 4, 5, 6)
+
+
+def main():
+    rfd = os.dup(0)
+    wfd = os.dup(1)
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.dup2(2, 1)
+    try:
+        _DUMP[0] = os.fdopen(os.dup(3), "w")
+        os.close(3)
+    except OSError:  # started by hand: no watchdog descriptor
+        _DUMP[0] = None
+    _watchdog_dump(True)
+    state = {"buf": b""}
+    line = _readline(rfd, state)
+    if line is None:
+        return 2
+    try:
+        cfg = json.loads(line)
+        control.set_token(cfg.get("token", ""))
+        setup = Setup(cfg)
+        setup.start()
+    except SetupError as e:
+        _send(wfd, "error", e.kind, str(e))
+        return 2
+    except Exception as e:  # noqa: BLE001
+        _send(wfd, "error", "internal", "python engine set-up failed: %s: %s" % (type(e).__name__, e))
+        traceback.print_exc()
+        return 2
+    _send(wfd, "ready", json.dumps(setup.info, sort_keys=True))
+    _watchdog_dump(False)  # the parent waits on its child: the child's stacks say where it hangs
+    while True:
+        line = _readline(rfd, state)
+        if line is None or line == "quit":
+            return 0
+        if line != "run":
+            _send(wfd, "error", "internal", "unknown command %r" % line)
+            return 2
+        sys.stdout.flush()
+        sys.stderr.flush()
+        # What was read past "run" is the child's (the controller does not wait for it).
+        leftover, state["buf"] = state["buf"], b""
+        pid = os.fork()
+        if pid == 0:
+            try:
+                _child(setup, rfd, wfd, leftover)
+            except BaseException:  # noqa: BLE001
+                message = "python engine: " + traceback.format_exc().replace("\n", " | ")
+                try:
+                    if control.RUN is not None:
+                        control.RUN.flush()  # what the run posted comes first, as it was made
+                except BaseException:  # noqa: BLE001 - the error below is the one to report
+                    pass
+                _send(wfd, "!", message)
+            os._exit(6)
+        _, status = os.waitpid(pid, 0)
+        if os.WIFSIGNALED(status):
+            _send(wfd, "!", "the replay child died of signal %d" % os.WTERMSIG(status))
+            _send(wfd, "done", 128 + os.WTERMSIG(status))
+        else:
+            code = os.WEXITSTATUS(status)
+            if code in _OWN_EXITS:
+                _send(wfd, "!", "the replay child exited with status %d" % code)
+            elif code != 0:
+                # Not one of rerace's own ways out: the program's code (a patch, the tuner, a
+                # C extension) ended the process in the middle of the run.
+                _send(wfd, "q", "the program ended the replay process in the middle of a run "
+                      "(exit status %d: os._exit, or a C extension's exit, in a patch or the "
+                      "tuner code); the run cannot be replayed to its end" % code)
+            _send(wfd, "done", code)

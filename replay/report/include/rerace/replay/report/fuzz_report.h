@@ -1,0 +1,75 @@
+// replay/report/include/rerace/replay/report/fuzz_report.h: the fuzz campaign's results as data, and their
+// renderings as `rerace fuzz` and `rerace merge` print them: the JSON that `fuzz --json` writes
+// and `merge` reads, the JUnit XML for CI pages (fuzz's and check's), and the terminal colouring
+// of reports.
+//
+// One result per trace and what was checked (a FuzzTrace), its distinct failures (FuzzFailure)
+// listed by harm (docs/MODEL.md), then by signature:
+//
+//   std::vector<FuzzTrace> all = ...;   // from RunFuzzCommand or MergeFuzzResults
+//   std::string json = FuzzJson(all, "0/4");
+//   std::string xml = FuzzJunit(all);
+//
+// Plain functions of their arguments: safe to call from any thread; no seeded randomness.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace rerace::replay {
+
+// One distinct failure of a fuzz campaign, as `fuzz --json` writes it and `rerace merge` reads it.
+struct FuzzFailure {
+  std::string signature;  // "code at where"
+  uint64_t seed = 0;
+  std::string schedule;   // rs1:...
+  std::string schedule_file;
+  std::string thread_name;
+  std::string type, message, words;
+  bool silent = false;
+  bool first = true;      // the first failure of its seed's run
+  std::string note;       // text only: when its schedule fails first with something else
+};
+
+// One trace's fuzzing result under one fix (or set of patches), engine and strategy.
+struct FuzzTrace {
+  std::string trace, fix, model, strategy;
+  std::string engine = "model";  // "model" or "python"
+  // The --patch files run (python engine), named as the text names them, each with the
+  // SHA-256 of its content: (file, sha256).
+  std::vector<std::pair<std::string, std::string>> patches;
+  // "fix 'none'", "patch my_lock.py (sha256 1a2b3c4d)": what was checked, as reports name it.
+  std::string Checked() const;
+  uint64_t runs = 0, failing = 0;
+  std::vector<FuzzFailure> failures;
+  std::string races_json;  // with --races: the campaign's distinct races, a JSON array
+};
+
+// The order fuzz and merge list failures in: by harm (docs/MODEL.md), then by signature.
+bool FailureBefore(const FuzzFailure& x, const FuzzFailure& y);
+// {"rerace_fuzz":1,"shard":...,"traces":[...]}: `shard` is "" (unsharded), "K/N", or
+// "merged 0/2 1/2".
+std::string FuzzJson(const std::vector<FuzzTrace>& all, const std::string& shard);
+// One test case per trace and fix, one more per distinct failure.
+std::string FuzzJunit(const std::vector<FuzzTrace>& all);
+
+// `rerace check --junit`: one test case, named after `checked` ("fix 'lock-run'", "patch
+// my_lock.py (sha256 ...)"), of suite "rerace check", class `trace`. `verdict` is "holds"
+// (the case passes; `verdict_line`, which says what the search covered, is its output),
+// "fails" (a failure: `verdict_line` its message, `report` its text) or
+// "inconclusive" (skipped, with `verdict_line` as the reason: neither a pass nor a failure).
+// `engine` ("model", "python") is a property of the case. `report` holds what the check said:
+// its notes on the engine (the Python, Triton and patches that ran), the lines printed under
+// the verdict (the interpreter the verdict assumes, the patch's reach), then a failure's
+// report. It is the text of a failure; otherwise the case's output, after the verdict line.
+std::string CheckJunit(const std::string& trace, const std::string& checked,
+                       const std::string& engine, const std::string& verdict,
+                       const std::string& verdict_line, const std::string& report);
+
+// `report` with its verdict lines coloured for a terminal (FAILED/FAILS red, ok/holds green,
+// warnings yellow) when `colour`; unchanged otherwise.
+std::string ColourReport(const std::string& report, bool colour);
+
+}  // namespace rerace::replay
