@@ -27,6 +27,15 @@ place was passed since the thread's previous point, otherwise it is part of the 
 step.
 
 Protocol (one line per message, fields separated by tabs) and process layout: ``serve.py``.
+
+The modules: ``serve.py`` the process's main loop; ``engine_setup.py`` what is set up once
+(Triton, the fakes, the patches, the tuners); ``child.py`` one replay run in a forked child;
+``control.py`` a run's scheduling points and baton; ``gil_tracer.py`` and ``gil.py`` where the
+GIL can change hands; ``logical.py`` logical threads as greenlets; ``sync.py``, ``tuners.py``
+and ``fakes.py`` as above; ``fake_torch.py`` a torch to import FLA's tuner where there is none;
+``reach.py`` which patch replacements a call entered; ``trust.py`` which recorded module names
+may be imported; ``source_files.py`` which files are rerace's own; ``watchdog.py`` the stacks
+for the C++ watchdog's hang report.
 """
 
 __all__ = ["PROTOCOL"]

@@ -8,7 +8,7 @@ A thread with the GIL gives it up only
   waits, blocking I/O).
 
 Which instructions check the eval breaker differs per version and per specialization. This
-module answers, for the replay engine (``control.py``), "can the running thread lose the
+module answers, for the replay engine (``gil_tracer.py``), "can the running thread lose the
 interpreter here?" from the events it observes in the traced thread:
 
 * ``at_entry(code)``                - a Python function is entered ('call' event);

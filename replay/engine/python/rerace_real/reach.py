@@ -4,7 +4,7 @@ The incident's "phantom patch": a lock around ``Autotuner.run`` sat in ``Autotun
 yet FLA's ``CachedAutotuner.run`` reached Triton's ``run`` without it. A patch that is never
 entered is not checked by any schedule, however many hold.
 
-Set-up (serve.py, after each patch is imported): for every name a patch replaced in the tuner
+Set-up (engine_setup.py, after each patch is imported): for every name a patch replaced in the tuner
 class whose old and new values are code (a function, a property's getter, a static or class
 method), and every property a patch added (thread-local ``nargs``: the instance attribute's
 reads and writes now go through it), one ``Replaced``: the new code (the patch's), the old code (the target it replaced),
@@ -170,7 +170,7 @@ class Reach:
         self._enter(frame.f_code, frame)
 
     def on_start(self, code):
-        """From the GIL tracer's sys.monitoring PY_START/PY_RESUME callback (control.py): the
+        """From the GIL tracer's sys.monitoring PY_START/PY_RESUME callback (gil_tracer.py): the
         frame entering `code` is two frames up, looked up only for a target."""
         self._enter(code, None)
 

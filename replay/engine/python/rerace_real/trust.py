@@ -4,7 +4,7 @@ A trace is a file strangers send (bug reports, CI artifacts): the names in it (t
 module in the call-begin detail, the module a patched ``run`` came from) must never choose code
 to run. The engine imports only what the user named:
 
-- ``--patch`` files (serve.py imports them by path, never by a name from the trace);
+- ``--patch`` files (engine_setup.py imports them by path, never by a name from the trace);
 - a module named by the recording only when it resolves, without importing anything, to a file
   inside an installed-packages folder of this interpreter (``site-packages``/``dist-packages``
   on ``sys.path``) or inside a ``PYTHONPATH`` entry the user set; never the current directory

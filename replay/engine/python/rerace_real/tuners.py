@@ -350,7 +350,7 @@ def tuner_class(recorded, meta, autotuner_cls, folders, watch=None):
     return None, why
 
 
-FAKE_TORCH = []  # the modules import_alone loaded with the fake torch (serve.py says so)
+FAKE_TORCH = []  # the modules import_alone loaded with the fake torch (engine_setup.py says so)
 ALONE = []       # the others import_alone loaded, each with the module their packages lack
 
 
