@@ -29,8 +29,8 @@ from dataclasses import dataclass
 from typing import Iterable, Optional, Sequence, Union
 
 from ._errors import Error
-from ._results import (CheckResult, Finding, FuzzFailure, FuzzResult, FuzzTrace, ReplayResult,
-                       Run, Search)
+from ._results import (Certificate, CheckResult, Finding, FuzzFailure, FuzzResult, FuzzTrace,
+                       ReplayResult, Run, Search)
 from ._run import default_python, find_exe, run_json
 
 # Callables told of every result made (the pytest plugin prints a failing test's results in
@@ -45,7 +45,7 @@ def _made(result):
 
 __all__ = ["Error", "Trace", "Thread", "TunerCall", "Launch", "replay", "fuzz", "check",
            "ReplayResult", "CheckResult", "FuzzResult", "FuzzFailure", "FuzzTrace", "Finding",
-           "Run", "Search", "find_exe"]
+           "Run", "Search", "Certificate", "find_exe"]
 __version__ = "0.1.0"
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -137,7 +137,8 @@ def fuzz(traces: Union[PathLike, Iterable[PathLike]], *, runs: Optional[int] = N
 def check(trace: PathLike, *, fix: Optional[str] = None,
           patch: Union[PathLike, Sequence[PathLike], None] = None,
           engine: Optional[str] = None, python_exe: Optional[str] = None,
-          failure: Optional[str] = None, args: Sequence[str] = ()) -> CheckResult:
+          failure: Optional[str] = None, threads: Optional[int] = None,
+          jobs: Optional[int] = None, args: Sequence[str] = ()) -> CheckResult:
     """Checks a fix (``fix``: a named one, e.g. ``"lock-run"``) or your ``patch`` file(s) on the
     recorded step: a counterexample, ``holds``, or ``inconclusive`` (exit 3: the search stopped
     at its budget; never a holds).
@@ -154,6 +155,10 @@ def check(trace: PathLike, *, fix: Optional[str] = None,
     cli = ["check", os.fspath(trace)]
     if failure is not None:
         cli += ["--failure", failure]
+    if threads is not None:
+        cli += ["--threads", str(threads)]
+    if jobs is not None:
+        cli += ["--jobs", str(jobs)]
     code, data, cmd, _ = run_json(cli + common)
     return _made(CheckResult.from_json(data, code, cmd, common))
 

@@ -154,6 +154,27 @@ class Search:
 
 
 @dataclass(frozen=True)
+class Certificate:
+    """``check --threads K``'s certificate: every interleaving of every sub-program of
+    ``threads`` of the ``of`` recorded worker threads, searched by unbounded DPOR, one search per
+    symmetry class (``classes``, standing for ``combinations``), ``runs`` in all; ``complete``
+    when every class was searched to its end and none failed."""
+
+    threads: int
+    of: int
+    classes: int
+    combinations: int
+    runs: int
+    complete: bool
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> "Certificate":
+        return cls(threads=int(d.get("threads", 0)), of=int(d.get("of", 0)),
+                   classes=int(d.get("classes", 0)), combinations=int(d.get("combinations", 0)),
+                   runs=int(d.get("runs", 0)), complete=bool(d.get("complete", False)))
+
+
+@dataclass(frozen=True)
 class CheckResult:
     """``rerace.check``'s result.
 
@@ -181,6 +202,7 @@ class CheckResult:
     command: str
     assumed: str = ""
     json: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    certificate: Optional[Certificate] = None
 
     @property
     def holds(self) -> bool:
@@ -221,7 +243,8 @@ class CheckResult:
                    search=Search.from_json(d.get("search", {})),
                    counterexample=Run.from_json(ce, replay_base) if ce else None,
                    cost=d.get("cost"), exit_code=exit_code, command=shell(cmd),
-                   assumed=d.get("assumed", ""), json=d)
+                   assumed=d.get("assumed", ""), json=d,
+                   certificate=Certificate.from_json(d["certificate"]) if d.get("certificate") else None)
 
     def __bool__(self) -> bool:
         return self.holds
@@ -241,6 +264,11 @@ class CheckResult:
                 covered = f", {s.cut} race reversal{'' if s.cut == 1 else 's'} cut by the bound"
             head += (f" ({s.method}, bound {s.bound}, "
                      f"{'exhausted' if s.exhausted else 'not exhausted'}{covered})")
+            c = self.certificate
+            if c is not None and c.complete:
+                head += (f"; every interleaving of any {c.threads} of the {c.of} recorded threads "
+                         f"({c.classes} class{'' if c.classes == 1 else 'es'} standing for "
+                         f"{c.combinations} combinations; {c.runs} runs)")
         lines = [head]
         if self.counterexample is not None:
             lines.append("counterexample: " + self.counterexample.describe())

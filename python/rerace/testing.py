@@ -19,16 +19,30 @@ class RaceFound(AssertionError):
     """A check that did not hold, or a replay or fuzz that failed; str() is the report."""
 
 
-def assert_holds(result: CheckResult, every_interleaving: bool = False) -> CheckResult:
+def assert_holds(result: CheckResult, every_interleaving: bool | int = False) -> CheckResult:
     """Passes only on ``holds``: ``fails`` and ``inconclusive`` raise RaceFound with the report
     (the counterexample's findings and replay command, or why the search was not exhausted).
 
     A ``holds`` of DPOR under a preemption bound covers the search's schedules, not every
     interleaving within the bound (``result.search.cut`` race reversals refused by the bound).
-    With ``every_interleaving=True`` only a search that covered every interleaving passes
-    (``result.search.complete``)."""
+    With ``every_interleaving=True`` only a search that covered every interleaving of the whole
+    program passes (``result.search.complete``, or a certificate over all its threads); with
+    ``every_interleaving=K`` (an int) a complete certificate over every K-thread sub-program
+    (``check(..., threads=K)``, ``result.certificate``) passes too."""
     if not result.holds:
         raise RaceFound(result.describe())
+    c = result.certificate
+    if every_interleaving is not True and every_interleaving:
+        k = int(every_interleaving)
+        if c is None or not c.complete or c.threads < k:
+            got = ("no certificate (give check(..., threads=K))" if c is None else
+                   f"a certificate over {c.threads} of {c.of} threads"
+                   f"{'' if c.complete else ', not complete'}")
+            raise RaceFound(f"holds, but not for every interleaving of any {k} threads: "
+                            f"{got}\n{result.describe()}")
+        return result
+    if every_interleaving and c is not None and c.complete and c.threads == c.of:
+        return result
     if every_interleaving and not result.search.complete:
         s = result.search
         raise RaceFound(f"holds, but not for every interleaving: the {s.method} search at bound "

@@ -101,6 +101,30 @@ class CheckFromJson(unittest.TestCase):
             assert_holds(cut, every_interleaving=True)
         self.assertIn("the bound refused 12 race reversals", str(e.exception))
 
+    def test_a_certificate_over_k_threads_passes_every_interleaving_of_k(self):
+        d = check_json("holds", True)
+        d["search"].update(cut=12, complete=False)
+        plain = CheckResult.from_json(d, 0, ["rerace"], [])
+        self.assertIsNone(plain.certificate)
+        with self.assertRaises(RaceFound) as e:
+            assert_holds(plain, every_interleaving=2)
+        self.assertIn("no certificate", str(e.exception))
+        d["certificate"] = {"threads": 3, "of": 8, "classes": 1, "combinations": 56,
+                            "runs": 19128, "complete": True}
+        r = CheckResult.from_json(d, 0, ["rerace"], [])
+        self.assertEqual((r.certificate.threads, r.certificate.of, r.certificate.runs), (3, 8, 19128))
+        self.assertIn("every interleaving of any 3 of the 8 recorded threads", str(r).splitlines()[0])
+        assert_holds(r, every_interleaving=3)
+        assert_holds(r, every_interleaving=2)
+        with self.assertRaises(RaceFound):
+            assert_holds(r, every_interleaving=4)
+        with self.assertRaises(RaceFound):  # the whole program's search was not complete
+            assert_holds(r, every_interleaving=True)
+        d["certificate"]["complete"] = False
+        with self.assertRaises(RaceFound) as e:
+            assert_holds(CheckResult.from_json(d, 0, ["rerace"], []), every_interleaving=3)
+        self.assertIn("not complete", str(e.exception))
+
     def test_a_verdict_the_exit_code_contradicts_is_an_error(self):
         with self.assertRaises(rerace.Error) as e:
             CheckResult.from_json(check_json("holds", True), 1, ["rerace"], [])
@@ -201,6 +225,16 @@ class EndToEnd(unittest.TestCase):
         with self.assertRaises(rerace.Error) as e:
             rerace.replay(SAMPLE, seed=1, args=["--bogus"])
         self.assertEqual(e.exception.exit_code, 64)
+
+    def test_check_with_a_certificate(self):
+        r = rerace.check(SAMPLE, fix="lock-run", threads=2, jobs=2, args=["--runs", "0"])
+        self.assertEqual(r.verdict, "holds")
+        self.assertTrue(r.certificate.complete)
+        self.assertEqual((r.certificate.threads, r.certificate.of), (2, 8))
+        assert_holds(r, every_interleaving=2)
+        bad = rerace.check(SAMPLE, threads=2)
+        self.assertEqual(bad.verdict, "fails")
+        self.assertIn("--only", bad.counterexample.replay_command)
 
 
 if __name__ == "__main__":

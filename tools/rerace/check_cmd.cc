@@ -21,6 +21,7 @@ struct CheckArgs {
   CommonFlags flags;
   replay::CheckCommand command;
   int64_t bound = -1;  // --bound; -1: none
+  int64_t threads = -1;  // --threads; -1: none
   CLI::Option* runs_opt = nullptr;
   CLI::Option* max_runs_opt = nullptr;
 };
@@ -63,6 +64,17 @@ void RegisterCheck(CLI::App& app, CommandTable& table) {
                                    "--bound: 20000, with --engine python 200, unless given)")
       ->default_val(200000)
       ->check(flags::Count(1, flags::kMaxRuns));
+  c->add_option("--threads", ca->threads,
+                "First certify every interleaving of every sub-program of K of the recorded "
+                "worker threads (unbounded DPOR per class of sub-programs that are the same up to "
+                "renaming threads; --max-runs runs per class, 1000000 unless given, 20000 with "
+                "--engine python): 'holds' then says so, and what the whole program's search got "
+                "on top; a sub-program's counterexample replays with --only")
+      ->check(flags::Count(1, 64));
+  c->add_option("--jobs", cmd.jobs, "With --threads: search the classes on this many threads "
+                "(the verdict and every count are the same for any number)")
+      ->default_val(1)
+      ->check(flags::Count(1, 256));
   c->add_option("--save-schedule", cmd.save, "Save the counterexample's schedule here")
       ->check(flags::FileName());
   c->add_option("--perfetto", cmd.perfetto, "Write the counterexample as a Perfetto timeline")
@@ -76,6 +88,7 @@ void RegisterCheck(CLI::App& app, CommandTable& table) {
     replay::CheckCommand command = ca->command;
     command.options = ParsedOptions(ca->flags);
     if (ca->bound >= 0) command.bound = static_cast<uint32_t>(ca->bound);
+    if (ca->threads >= 0) command.threads = static_cast<uint32_t>(ca->threads);
     command.runs_given = ca->runs_opt->count() > 0;
     command.max_runs_given = ca->max_runs_opt->count() > 0;
     if (ShowProgress(command.options)) {

@@ -102,6 +102,10 @@ void AddCommonFlags(CLI::App* sub, CommonFlags& f, bool with_strategy) {
                                            "name as Python gives it (KeyError, TypeError)",
                                            kind, fmt::join(kinds, ", "));
                       });
+  f.only_opt = sub->add_option("--only", c.only,
+                               "Replay only these recorded worker threads (indices as reports "
+                               "number them, e.g. 1,3): the sub-program a certificate's "
+                               "counterexample comes from (check --threads)");
   sub->add_flag("--json", c.json, "Print JSON instead of the text report");
   sub->add_flag("--races", c.races,
                 "Detect unordered conflicting accesses to the tuner's fields by happens-before, "
@@ -125,6 +129,7 @@ replay::CommandOptions ParsedOptions(const CommonFlags& f) {
   o.reps_given = given(f.reps_opt);
   o.max_steps_given = given(f.max_steps_opt);
   o.python_exe_given = given(f.python_exe_opt);
+  o.only_given = given(f.only_opt);
   // Checked by flags::Duration() when parsed.
   auto watchdog = flags::ParseDuration(f.watchdog);
   o.watchdog_seconds = watchdog ? *watchdog : 60;

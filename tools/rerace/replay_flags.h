@@ -23,6 +23,7 @@ struct CommonFlags {
   CLI::Option* reps_opt = nullptr;
   CLI::Option* max_steps_opt = nullptr;
   CLI::Option* python_exe_opt = nullptr;
+  CLI::Option* only_opt = nullptr;
 };
 
 // Adds --fix, --model, --engine, ... to `sub`; --strategy and --pct-depth when `with_strategy`.

@@ -2,12 +2,14 @@
 // every schedule up to the bound, or inconclusive) and its cost, as text or JSON (see
 // rerace/replay/command/command.h).
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <optional>
 #include <string_view>
 
 #include "command_output.h"
 #include "rerace/base/output_file.h"
+#include "rerace/replay/search/certificate.h"
 #include "rerace/replay/search/check.h"
 #include "rerace/replay/report/checked.h"
 #include "rerace/replay/command/command.h"
@@ -62,6 +64,20 @@ CheckOutput RunCheckCommand(const CheckCommand& command) {
     return Fail(out, same.error());
   auto l = LoadTrace(a.trace, a.options, out, !a.allow_truncated);
   if (!l) return Fail(out, l.error());
+  if (a.threads) {
+    const auto workers = static_cast<uint32_t>(WorkerIndices(l->program).size());
+    const uint32_t k = *a.threads;
+    if (k == 0 || k > workers)
+      return Fail(out, {fmt::format("--threads {}: {} has {} worker thread{}: give 1 to {}", k,
+                                    a.trace, workers, workers == 1 ? "" : "s", workers),
+                        kExitUsage});
+    if (Combinations(workers, k) > kMaxCertificateCombinations)
+      return Fail(out, {fmt::format("--threads {}: {} worker threads make {} combinations of {}, "
+                                    "more than a certificate enumerates ({}); give a smaller K",
+                                    k, workers, Combinations(workers, k), k,
+                                    kMaxCertificateCombinations),
+                        kExitUsage});
+  }
   Flush(out, a.options);
   // What ran, as the notes said it (the engine, and for the real code its Python, Triton,
   // tuners and patches): the JUnit case carries it too.
@@ -86,7 +102,38 @@ CheckOutput RunCheckCommand(const CheckCommand& command) {
   CheckProgress show;
   if (a.progress)
     show = [&](uint64_t runs, const char* phase) { a.progress(runs, phase, check_plan); };
-  CheckOutcome outcome = CheckFix(l->program, l->options, check_plan, show);
+  // --threads K: the certificate over every K-thread sub-program first (certificate.h).
+  std::optional<Certificate> cert;
+  if (a.threads) {
+    const uint64_t budget = a.max_runs_given ? a.max_runs
+                            : l->options.engine == "python" ? kCertificateMaxRunsPython
+                                                            : kCertificateMaxRuns;
+    cert = Certify(l->program, l->options, *a.threads, budget, a.jobs, show);
+  }
+  CheckOutcome outcome;
+  if (cert && cert->counterexample) {
+    // A failure of a sub-program is a failure of the recording: from here on the command works
+    // on that sub-program, and every hint and saved schedule replays it with --only.
+    std::string only;
+    for (uint32_t t : cert->failing_threads) only += (only.empty() ? "" : ",") + std::to_string(t);
+    a.options.only = only;
+    auto sub = SubProgram(l->program, cert->failing_threads);
+    if (!sub) return Fail(out, sub.error());
+    l->program = std::move(*sub);
+    outcome.plan = check_plan;
+    outcome.verdict.holds = false;
+    outcome.verdict.explored = cert->runs;
+    outcome.verdict.counterexample = cert->counterexample;
+  } else if (cert && (!cert->complete || cert->threads == cert->of)) {
+    // Stopped by its budget (inconclusive), or K = N: the certificate is the whole program's.
+    outcome.plan = check_plan;
+    outcome.verdict = PriceFix(l->program, l->options);
+    outcome.verdict.explored = cert->runs;
+  } else {
+    outcome = CheckFix(l->program, l->options, check_plan, show);
+    if (cert) outcome.verdict.explored += cert->runs;
+  }
+  const uint64_t cert_runs = cert ? cert->runs : 0;
   if (a.progress && a.progress_done) a.progress_done();
   // The interpreter the model's steps assumed, when the recording does not name one: said right
   // under the verdict (and in JSON), since the verdict depends on it (docs/FIDELITY.md).
@@ -106,7 +153,8 @@ CheckOutput RunCheckCommand(const CheckCommand& command) {
   const bool no_preemption = !automatic && a.bound == 0u;
   // A systematic search its budget stopped certifies nothing either: "holds" only when it was
   // exhausted.
-  const bool inconclusive = v.holds && (no_preemption || !systematic.exhausted);
+  const bool inconclusive =
+      v.holds && (cert ? !cert->complete : no_preemption || !systematic.exhausted);
   const int holds_exit = inconclusive ? kExitInconclusive : kExitOk;
   const std::string against = a.options.failure.empty() ? "" : " against " + a.options.failure;
   std::string shrink_note;
@@ -168,12 +216,51 @@ CheckOutput RunCheckCommand(const CheckCommand& command) {
     const std::string systematic_text =
         covered + (outcome.probed > 0 ? fmt::format(", after {} sampled schedules found nothing", outcome.probed)
                                       : std::string());
-    if (no_preemption) {
+    if (cert && !cert->complete) {
+      const std::string stopped =
+          cert->stopped ? fmt::format("{}", fmt::join(cert->stopped->threads, ",")) : "?";
       verdict_line = fmt::format(
-          "verdict: inconclusive: {} did not fail{} in {} schedule(s) without preemption, but "
+          "verdict: inconclusive: no counterexample to {}{} in {} runs over the sub-programs of "
+          "{} of the {} recorded threads, but the search of threads {} stopped at its budget of "
+          "{} runs{} before it was exhausted: this is not a 'holds'. Give --max-runs more runs, "
+          "or a smaller --threads.\n",
+          CheckedLabel(a.options), against, cert->runs, cert->threads, cert->of, stopped,
+          a.max_runs_given ? a.max_runs
+          : l->options.engine == "python" ? kCertificateMaxRunsPython : kCertificateMaxRuns,
+          a.max_runs_given ? " (--max-runs)" : "");
+    } else if (cert && cert->threads == cert->of) {
+      verdict_line = fmt::format("verdict: {} holds{} for {}\n", CheckedLabel(a.options), against,
+                                 CertificateWords(*cert));
+    } else if (cert) {
+      // Complete: the certificate is the claim; the full program's search says what it got on top.
+      std::string full;
+      if (!systematic.exhausted)
+        full = fmt::format("no counterexample in {} schedules (the DPOR search at bound {} stopped "
+                           "at its budget of {} runs{}{})",
+                           v.explored - cert->runs, systematic.bound, plan.max_runs,
+                           a.max_runs_given ? ", --max-runs" : "",
+                           v.explored - cert->runs > systematic.verdict.explored + outcome.probed
+                               ? ", then sampled schedules"
+                               : "");
+      else if (automatic)
+        full = fmt::format("{}, and {} schedules sampled after it (random walk, PCT d=2 and d=3 "
+                           "over k={} steps, seeds {}..{})",
+                           systematic_text, plan.sampled_runs, v.pct_steps, plan.seed + plan.probe_runs,
+                           plan.seed + plan.probe_runs + plan.sampled_runs - 1);
+      else
+        full = systematic_text;
+      verdict_line = fmt::format("verdict: {} holds{} for {}; all {} threads: {}\n",
+                                 CheckedLabel(a.options), against, CertificateWords(*cert),
+                                 cert->of, full);
+    } else if (no_preemption) {
+      verdict_line = fmt::format(
+          "verdict: inconclusive: {} did not fail{} in {} schedule(s) without preemption{}, but "
           "--bound 0 never preempts a thread, so it cannot reach a race: this certifies nothing. "
           "Use --bound 1 or more, or no --bound.\n",
-          CheckedLabel(a.options), against, v.explored);
+          CheckedLabel(a.options), against, systematic.verdict.explored,
+          outcome.probed > 0
+              ? fmt::format(" (and {} sampled schedules before it, which certify nothing)", outcome.probed)
+              : std::string());
     } else if (inconclusive) {
       // Stopped by its budget: say what was run and what was not, never "holds".
       verdict_line = fmt::format(
@@ -217,6 +304,11 @@ CheckOutput RunCheckCommand(const CheckCommand& command) {
   std::string context = assumed_line;
   if (v.holds)
     for (const std::string& line : v.reach) context += Sprintf("patch reach: %s\n", line.c_str());
+  // --failure counts one kind: a verdict without a counterexample of it says what else failed.
+  if (!v.counterexample && !v.others.empty())
+    context += fmt::format("warning: --failure {} counts only that kind, but these schedules also "
+                           "failed with: {}; drop --failure to check every kind\n",
+                           a.options.failure, fmt::join(v.others, ", "));
   if (!a.junit.empty())
     if (auto w = WriteOutput(a.junit, CheckJunit(a.trace, CheckedLabel(a.options) + against,
                                                  l->options.engine, verdict, verdict_line,
@@ -251,7 +343,7 @@ CheckOutput RunCheckCommand(const CheckCommand& command) {
                 static_cast<unsigned long long>(systematic.verdict.explored),
                 static_cast<unsigned long long>(plan.max_runs), systematic.exhausted ? "true" : "false",
                 static_cast<unsigned long long>(systematic.cut), systematic.Complete() ? "true" : "false",
-                static_cast<unsigned long long>(v.explored - systematic.verdict.explored - outcome.probed),
+                static_cast<unsigned long long>(v.explored - systematic.verdict.explored - outcome.probed - cert_runs),
                 static_cast<unsigned long long>(outcome.probed),
                 static_cast<unsigned long long>(v.makespan_fix),
                 static_cast<unsigned long long>(v.makespan_none),
@@ -259,7 +351,8 @@ CheckOutput RunCheckCommand(const CheckCommand& command) {
                 v.holds ? CostJson(v.cost).c_str() : "null",
                 v.counterexample ? FormatJson(*v.counterexample, l->program).c_str() : "null",
                 a.options.races ? (",\"races\":" + RacesJson(v.races)).c_str() : "",
-                assumed.empty() ? "" : (",\"assumed\":\"" + JsonEscape(assumed) + "\"").c_str());
+                (assumed.empty() ? "" : ",\"assumed\":\"" + JsonEscape(assumed) + "\"").append(
+                    cert ? ",\"certificate\":" + CertificateJson(*cert) : "").c_str());
     return finish(v.holds ? holds_exit : kExitFound);
   }
   out += colour(verdict_line);

@@ -48,6 +48,13 @@ Result<LoadedTrace> LoadTrace(const std::string& path, const CommandOptions& c, 
     else
       out += warning;
   }
+  if (!c.only.empty()) {
+    auto threads = ParseOnly(c.only);
+    if (!threads) return threads.error();
+    auto sub = SubProgram(*program, *threads);
+    if (!sub) return sub.error();
+    program = std::move(*sub);
+  }
   const bool python = c.engine == "python";
   auto fix = python ? Result<Fix>(Fix{}) : ParseFix(c.fix);
   if (!fix) return fix.error();
@@ -165,7 +172,26 @@ std::string ReplayCommandLine(const std::string& trace, const CommandOptions& c)
   if (c.allow_recorded_patch) f += " --allow-recorded-patch";
   if (c.max_steps != kDefaultMaxSteps) f += fmt::format(" --max-steps {}", c.max_steps);
   if (!c.failure.empty()) f += " --failure " + ShellQuote(c.failure);
+  if (!c.only.empty()) f += " --only " + c.only;
   return f;
+}
+
+Result<std::vector<uint32_t>> ParseOnly(const std::string& text) {
+  std::vector<uint32_t> out;
+  size_t at = 0;
+  while (at <= text.size()) {
+    const size_t comma = std::min(text.find(',', at), text.size());
+    const std::string word = text.substr(at, comma - at);
+    if (word.empty() || word.size() > 9 || word.find_first_not_of("0123456789") != std::string::npos)
+      return Error{fmt::format("--only '{}': expected thread indices separated by commas (1,3), "
+                               "as reports number the threads",
+                               text),
+                   kExitUsage};
+    out.push_back(static_cast<uint32_t>(std::stoul(word)));
+    at = comma + 1;
+  }
+  std::sort(out.begin(), out.end());
+  return out;
 }
 
 // The same, replaying seed `seed` of the strategy.
@@ -231,6 +257,7 @@ Result<void> SaveSchedule(const ReplayResult& r, const std::string& path, const 
                            {"strategy", r.strategy}});
   if (seed) meta.emplace_back("seed", std::to_string(*seed));
   if (c.engine == "python") meta.emplace_back("pythonpath", EngineEnvironment(c));
+  if (!c.only.empty()) meta.emplace_back("only", c.only);
   meta.emplace_back("failure", failure);
   return r.run.schedule.Save(path, meta);
 }
@@ -321,6 +348,11 @@ Result<void> ApplyScheduleHeader(const std::string& path, CommandOptions& c) {
         !r)
       return r;
   }
+  if (auto r = take("only", c.only_given, c.only, [&](const std::string& v) -> Result<void> {
+        c.only = v;
+        return {};
+      }); !r)
+    return r;
   if (auto r = take("reps", c.reps_given, std::to_string(c.reps),
                     [&](const std::string& v) { return number("reps", v, c.reps); });
       !r)

@@ -97,6 +97,12 @@ void Costs(const Program& program, const ReplayOptions& options, Replayer& rep, 
 }
 }  // namespace
 
+void Verdict::NoteOthers(const ReplayResult& r, const std::string& target) {
+  if (target.empty()) return;
+  for (const Finding& f : r.findings)
+    if (!Matches(f, target)) others.insert(f.code + (f.where.empty() ? "" : " at " + f.where));
+}
+
 StepShape MeasureShape(Replayer& replayer) {
   sim::RoundRobin rr(1'000'000);
   const ReplayResult r = replayer.Run(rr);
@@ -123,6 +129,7 @@ BoundedVerdict CheckFixBounded(const Program& program, const ReplayOptions& opti
   const sim::ExploreResult x = e.Explore([&](sim::Strategy& s) {
     const ReplayResult r = rep.Run(s);
     if (options.detect_races) MergeRaces(b.verdict.races, r.races);
+    b.verdict.NoteOthers(r, options.target);
     if (runs == 0) b.verdict.reach = r.notes;
     if (progress) progress(++runs, naive ? "bounded DFS" : "DPOR");
     return Hits(r, options.target);
@@ -169,6 +176,7 @@ Verdict SampleSchedules(Replayer& rep, uint64_t runs, uint64_t seed, const Check
     ++v.explored;
     if (progress) progress(v.explored, phase);
     if (options.detect_races) MergeRaces(v.races, r.races);
+    v.NoteOthers(r, options.target);
     if (Hits(r, options.target)) {
       v.holds = false;
       v.counterexample = std::move(r);

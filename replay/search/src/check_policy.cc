@@ -44,10 +44,12 @@ CheckOutcome CheckFix(const Program& program, const ReplayOptions& options, cons
                       const CheckProgress& progress) {
   CheckOutcome out;
   out.plan = plan;
+  std::set<std::string> probe_others;
   if (plan.probe_runs > 0) {
     Replayer rep(program, options);
     Verdict probe = SampleSchedules(rep, plan.probe_runs, plan.seed, progress, "probe");
     out.probed = probe.explored;
+    probe_others = probe.others;
     if (!probe.holds) {
       // The cost of a failing fix is its failure: CheckFix's own runs price it.
       out.verdict = CheckFix(program, options, 0, plan.seed);
@@ -64,6 +66,7 @@ CheckOutcome CheckFix(const Program& program, const ReplayOptions& options, cons
   out.systematic = CheckFixBounded(program, options, plan.bound, plan.max_runs, plan.naive, progress);
   out.verdict = out.systematic.verdict;
   out.verdict.explored += out.probed;
+  out.verdict.others.insert(probe_others.begin(), probe_others.end());
   if (!plan.automatic || !out.verdict.holds) return out;
   // DPOR found nothing within its bound: the sampled schedules reach deeper preemptions.
   out.verdict = CheckFix(program, options, plan.sampled_runs, plan.seed + plan.probe_runs, progress);
@@ -72,6 +75,8 @@ CheckOutcome CheckFix(const Program& program, const ReplayOptions& options, cons
   MergeRaces(all, out.verdict.races);
   out.verdict.races = std::move(all);
   out.verdict.reach = out.systematic.verdict.reach;
+  out.verdict.others.insert(out.systematic.verdict.others.begin(), out.systematic.verdict.others.end());
+  out.verdict.others.insert(probe_others.begin(), probe_others.end());
   if (!out.verdict.holds) out.seed = out.verdict.counterexample_seed;
   return out;
 }
@@ -81,6 +86,8 @@ std::string CheckProgressLine(std::string_view trace, uint64_t runs, std::string
   if (phase == "probe")
     return fmt::format("{}: sampling before the search: {} of {} schedules ({:.0f} s)", trace,
                        runs, plan.probe_runs, seconds);
+  if (phase == "certificate")
+    return fmt::format("{}: certificate over sub-programs: {} runs ({:.0f} s)", trace, runs, seconds);
   if (phase == "sampled")
     return fmt::format("{}: sampling after the search: {} of {} schedules ({:.0f} s)", trace, runs,
                        plan.sampled_runs, seconds);

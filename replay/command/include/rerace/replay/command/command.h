@@ -72,8 +72,12 @@ struct CommandOptions {
   bool allow_recorded_patch = false;
   double watchdog_seconds = 60;
   std::string failure;  // --failure KIND[@WHERE]
+  // --only T,T,...: replay the sub-program of these recorded worker threads alone (indices as
+  // reports number them; model/program.h SubProgram). "": every thread.
+  std::string only;
   bool colour = false;  // colour the text report's verdict lines (a terminal)
   bool fix_given = false, model_given = false, reps_given = false, max_steps_given = false;
+  bool only_given = false;
   bool python_exe_given = false;
   Notes notes = [](const std::string&) {};
   // Set: the report goes here in parts as they are ready (after the trace is read; fuzz: after
@@ -157,6 +161,11 @@ struct CheckCommand {
   std::string perfetto;
   std::string junit;      // --junit: the verdict as a JUnit test case (report.h CheckJunit)
   bool allow_truncated = false;
+  // --threads K: first a certificate over every K-thread sub-program (search/certificate.h),
+  // each symmetry class searched by unbounded DPOR within `max_runs` runs; a holds then says
+  // what it certified, and the full program's search runs after it.
+  std::optional<uint32_t> threads;
+  unsigned jobs = 1;      // --jobs: the certificate's classes over this many threads
   // Called as schedules are explored, with the plan it follows; and once after the search.
   std::function<void(uint64_t runs, const char* phase, const CheckPlan& plan)> progress;
   std::function<void()> progress_done;
@@ -206,6 +215,8 @@ std::string EngineEnvironment(const CommandOptions& c);
 std::string ReplayCommandLine(const std::string& trace, const CommandOptions& c);
 // The same, replaying seed `seed` of the strategy.
 std::string SeedCommandLine(const std::string& trace, const CommandOptions& c, uint64_t seed);
+// --only's text ("1,3") as thread indices, ascending; an error (exit 64) names what is wrong.
+[[nodiscard]] Result<std::vector<uint32_t>> ParseOnly(const std::string& text);
 // "fix 'lock-run'", "patch my_lock.py (sha256 1a2b3c4d)": what was checked (checked.h).
 std::string CheckedLabel(const CommandOptions& c);
 

@@ -173,4 +173,12 @@ Result<Program> BuildProgram(const traces::Trace& trace, const std::string& sour
 // truncated / truncation, event_count). Errors: the reader's (exit 65, 66), then BuildProgram's.
 Result<Program> ReadProgram(const std::string& path, traces::Trace* read = nullptr);
 
+// The program of the worker threads `threads` (indices into p.threads) alone: their ops, the
+// tuner calls they make (renumbered), the tuner state as recorded (cold, the same metadata);
+// every other thread absent. Its threads are numbered 0..K-1 in the order of their indices
+// here, keeping their recorded names. A certificate's search runs on such sub-programs
+// (replay/search/certificate.h), and `--only` replays one. Errors (exit 64): no thread, a
+// thread named twice, out of range, or not a worker.
+[[nodiscard]] Result<Program> SubProgram(const Program& p, const std::vector<uint32_t>& threads);
+
 }  // namespace rerace::replay

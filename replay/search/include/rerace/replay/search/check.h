@@ -23,6 +23,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 
@@ -49,6 +50,11 @@ struct Verdict {
   // python engine: the first schedule's patch reach lines (ReplayResult::notes), so that a
   // verdict says the patch it checked was on the path; a patch no call entered fails instead.
   std::vector<std::string> reach;
+  // With options.target (--failure KIND): the findings of other kinds the runs had, which the
+  // verdict does not count ("code at where", sorted): a "holds" against one kind says them.
+  std::set<std::string> others;
+  // Notes a run's findings that options.target does not count into `others`.
+  void NoteOthers(const ReplayResult& r, const std::string& target);
 };
 
 // One run without preemption (round-robin, whole quantum): its step count is PCT's k, its
