@@ -241,7 +241,10 @@ class CheckResult:
                    engine=d.get("engine", ""), verdict=verdict,
                    explored=int(d.get("explored", 0)),
                    search=Search.from_json(d.get("search", {})),
-                   counterexample=Run.from_json(ce, replay_base) if ce else None,
+                   # A certificate's counterexample is a run of a sub-program: --only replays it.
+                   counterexample=Run.from_json(ce, replay_base + (["--only", d["only"]]
+                                                                   if d.get("only") else []))
+                   if ce else None,
                    cost=d.get("cost"), exit_code=exit_code, command=shell(cmd),
                    assumed=d.get("assumed", ""), json=d,
                    certificate=Certificate.from_json(d["certificate"]) if d.get("certificate") else None)

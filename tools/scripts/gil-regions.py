@@ -53,7 +53,7 @@ def find_models():
     the wheel from triton-VERSION/ (3.6.0: venv312's own Triton), the name kTritonXYGil. A new
     model's file with the markers is all this script needs."""
     out = {}
-    folder = os.path.join(ROOT, "replay", "src", "models")
+    folder = os.path.join(ROOT, "replay", "model", "src", "models")
     for name in sorted(os.listdir(folder)):
         if not name.endswith(".cc"):
             continue

@@ -37,7 +37,7 @@ import sys
 SKIP = 77
 MUTATORS = {"pop", "popitem", "update", "clear", "setdefault", "append", "extend", "remove"}
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODELS = os.path.normpath(os.path.join(HERE, "..", "..", "replay", "src", "models"))
+MODELS = os.path.normpath(os.path.join(HERE, "..", "..", "replay", "model", "src", "models"))
 BEGIN = re.compile(r"^\s*//\s*step-table:\s*(\S+)\s+(\S+)\s+(\S+)\s+(\S+)\s*$")
 ROW = re.compile(r"^\s*//\s+(\S+:\d+ [RWM] \w+)\s*$")
 END = re.compile(r"^\s*//\s*end step-table\s*$")

@@ -352,7 +352,8 @@ CheckOutput RunCheckCommand(const CheckCommand& command) {
                 v.counterexample ? FormatJson(*v.counterexample, l->program).c_str() : "null",
                 a.options.races ? (",\"races\":" + RacesJson(v.races)).c_str() : "",
                 (assumed.empty() ? "" : ",\"assumed\":\"" + JsonEscape(assumed) + "\"").append(
-                    cert ? ",\"certificate\":" + CertificateJson(*cert) : "").c_str());
+                    cert ? ",\"certificate\":" + CertificateJson(*cert) : "").append(
+                    a.options.only.empty() ? "" : ",\"only\":\"" + a.options.only + "\"").c_str());
     return finish(v.holds ? holds_exit : kExitFound);
   }
   out += colour(verdict_line);

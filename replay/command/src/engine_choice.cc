@@ -7,7 +7,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "rerace/replay/command/command.h"
@@ -41,6 +43,20 @@ std::string MajorMinor(const std::string& v) {
   return v.substr(0, dot);
 }
 
+// Where FLA is had: a build tree's environment, or the user's own.
+#ifdef RERACE_PY_ROOT
+#define kFlaWhere "PYTHONPATH=build/py/fla-core-X.Y.Z"
+#else
+#define kFlaWhere "pip install fla-core"
+#endif
+// What auto says when it found no interpreter at all: a build tree names its environments.
+#ifdef RERACE_PY_ROOT
+constexpr const char* kNoneFound = "none found: give --python-exe, or make build/py";
+#else
+constexpr const char* kNoneFound =
+    "none found: give --python-exe, or activate a virtual environment with Triton installed";
+#endif
+
 // The folder of build/py next to this binary (build/bin/rerace -> build/py), else the one the
 // build was configured with.
 std::vector<std::string> PyRoots() {
@@ -52,6 +68,48 @@ std::vector<std::string> PyRoots() {
   if (roots.empty() || roots.front() != RERACE_PY_ROOT) roots.emplace_back(RERACE_PY_ROOT);
 #endif
   return roots;
+}
+
+// `name` found on PATH as an executable, "" when not.
+std::string OnPath(const std::string& name) {
+  const char* path = std::getenv("PATH");
+  if (path == nullptr) return "";
+  const std::string all = path;
+  size_t at = 0;
+  while (at <= all.size()) {
+    const size_t colon = std::min(all.find(':', at), all.size());
+    const std::string dir = all.substr(at, colon - at);
+    at = colon + 1;
+    if (dir.empty()) continue;  // the current directory: never run what a folder holds
+    const std::string exe = dir + "/" + name;
+    if (access(exe.c_str(), X_OK) == 0) return exe;
+  }
+  return "";
+}
+
+// The interpreters a user has besides --python-exe, in the order --engine auto tries them,
+// each with the words that say where it came from: the active virtual environment's, python3
+// on PATH, the one beside the rerace binary (a pip install puts the command in the venv's bin),
+// all before a build tree's build/py (PyRoots).
+std::vector<std::pair<std::string, std::string>> UserPythons() {
+  std::vector<std::pair<std::string, std::string>> out;
+  auto add = [&](const std::string& exe, const std::string& words) {
+    if (exe.empty() || access(exe.c_str(), X_OK) != 0) return;
+    std::error_code ec;
+    const auto real = std::filesystem::weakly_canonical(exe, ec).string();
+    for (const auto& [seen, w] : out) {
+      std::error_code e2;
+      if (std::filesystem::weakly_canonical(seen, e2).string() == real && !ec && !e2) return;
+    }
+    out.emplace_back(exe, words);
+  };
+  if (const char* venv = std::getenv("VIRTUAL_ENV"); venv != nullptr && *venv != '\0')
+    add(std::string(venv) + "/bin/python", "the active virtual environment");
+  add(OnPath("python3"), "python3 on PATH");
+  std::error_code ec;
+  const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (!ec) add((self.parent_path() / "python").string(), "the Python rerace was installed with");
+  return out;
 }
 
 }  // namespace
@@ -87,8 +145,8 @@ Result<EngineChoice> ResolveEngine(const std::string& path, CommandOptions& c, b
     // The engine runs FLA's real CachedAutotuner when asked (FLA on PYTHONPATH); auto does not
     // look for an FLA release to import, so it runs the model, and says how to get the other.
     return chosen("model", "the recording's tuner is FLA's CachedAutotuner, modelled by 'fla'; "
-                           "--engine python --python-exe PY with FLA importable (PYTHONPATH=build/py/"
-                           "fla-core-X.Y.Z) runs its real code");
+                           "--engine python --python-exe PY with FLA importable (" kFlaWhere
+                           ") runs its real code");
   if (model.rfind("triton", 0) != 0)
     return chosen("model", fmt::format("the recording's tuner is modelled by '{}', which the "
                                        "real-code engine does not run (Python tuner classes only)",
@@ -125,9 +183,14 @@ Result<EngineChoice> ResolveEngine(const std::string& path, CommandOptions& c, b
   std::vector<Candidate> candidates;
   const bool exe_given = c.python_exe_given;
   const char* pp = std::getenv("PYTHONPATH");
+  std::map<std::string, std::string> said_as;  // a user's interpreter: where it came from
   if (exe_given) {
     candidates.push_back({c.python_exe, ""});
   } else {
+    for (const auto& [exe, words] : UserPythons()) {
+      candidates.push_back({exe, ""});
+      said_as[exe] = words;
+    }
     for (const std::string& root : PyRoots())
       for (const char* venv : {"venv312", "venv"}) {
         const std::string exe = detail::ShownPath(root + "/" + venv + "/bin/python");
@@ -149,7 +212,9 @@ Result<EngineChoice> ResolveEngine(const std::string& path, CommandOptions& c, b
     if (!k.pythonpath.empty()) setenv("PYTHONPATH", k.pythonpath.c_str(), 1);
     const std::string v = ImportedTriton(k.exe);
     if (!k.pythonpath.empty()) unsetenv("PYTHONPATH");
-    const std::string where = (k.pythonpath.empty() ? "" : "PYTHONPATH=" + k.pythonpath + " ") + k.exe;
+    const auto as = said_as.find(k.exe);
+    const std::string where = (k.pythonpath.empty() ? "" : "PYTHONPATH=" + k.pythonpath + " ") +
+                              k.exe + (as != said_as.end() ? " (" + as->second + ")" : "");
     if (!v.empty() && MajorMinor(v) == wanted) {
       if (!k.pythonpath.empty()) setenv("PYTHONPATH", k.pythonpath.c_str(), 1);
       c.python_exe = k.exe;
@@ -162,7 +227,7 @@ Result<EngineChoice> ResolveEngine(const std::string& path, CommandOptions& c, b
   return chosen("model", fmt::format("the recording came from Python with {}, but no Python here "
                                      "imports it ({}); --engine python --python-exe PY runs the "
                                      "real code",
-                                     from, tried.empty() ? std::string("none found: give --python-exe, or make build/py") : fmt::format("{}", fmt::join(tried, ", "))),
+                                     from, tried.empty() ? std::string(kNoneFound) : fmt::format("{}", fmt::join(tried, ", "))),
                 true);
 }
 

@@ -4,7 +4,12 @@
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <cstdio>
 #include <cstdlib>
+#include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -135,6 +140,65 @@ TEST(Report, FailuresRankByHarmThenSignature) {
   EXPECT_FALSE(FailureBefore(crash, silent));
   EXPECT_EQ(ColourReport("verdict: fix 'x' FAILS\n", false), "verdict: fix 'x' FAILS\n");
   EXPECT_EQ(ColourReport("verdict: fix 'x' FAILS\n", true), "\033[1;31mverdict: fix 'x' FAILS\033[0m\n");
+}
+
+}  // namespace
+}  // namespace rerace::replay
+
+namespace rerace::replay {
+namespace {
+
+// --engine auto looks first where a user's Python is: the active virtual environment, then
+// python3 on PATH, before a build tree's build/py. A stand-in interpreter that answers the
+// Triton probe with a version shows which one it took.
+class AutoEngine : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = ::testing::TempDir() + "/auto-engine-" + std::to_string(getpid());
+    std::filesystem::create_directories(dir_ + "/venv/bin");
+    if (const char* v = std::getenv("VIRTUAL_ENV")) saved_venv_ = v;
+  }
+  void TearDown() override {
+    if (saved_venv_) setenv("VIRTUAL_ENV", saved_venv_->c_str(), 1); else unsetenv("VIRTUAL_ENV");
+    std::filesystem::remove_all(dir_);
+  }
+  // A `python` in the venv that prints `version` for `-c 'import triton; ...'`.
+  std::string FakePython(const std::string& version) {
+    const std::string exe = dir_ + "/venv/bin/python";
+    FILE* f = std::fopen(exe.c_str(), "w");
+    std::fprintf(f, "#!/bin/sh\necho %s\n", version.c_str());
+    std::fclose(f);
+    std::filesystem::permissions(exe, std::filesystem::perms::owner_all);
+    return exe;
+  }
+  std::string dir_;
+  std::optional<std::string> saved_venv_;
+};
+
+TEST_F(AutoEngine, TakesTheActiveVirtualEnvironmentsPythonAndSaysSo) {
+  const std::string exe = FakePython("3.6.0");
+  setenv("VIRTUAL_ENV", (dir_ + "/venv").c_str(), 1);
+  CommandOptions c;
+  c.engine = "auto";
+  auto choice = ResolveEngine(SamplePath("triton-none-h200.rrt"), c, false);
+  ASSERT_TRUE(choice.ok()) << choice.error().message;
+  EXPECT_EQ(c.engine, "python");
+  EXPECT_EQ(c.python_exe, exe);
+  EXPECT_TRUE(Has(choice->note, exe + " (the active virtual environment) imports Triton 3.6.0"))
+      << choice->note;
+}
+
+TEST_F(AutoEngine, PassesOverAVenvWithAnotherTriton) {
+  const std::string exe = FakePython("3.4.0");
+  setenv("VIRTUAL_ENV", (dir_ + "/venv").c_str(), 1);
+  CommandOptions c;
+  c.engine = "auto";
+  auto choice = ResolveEngine(SamplePath("triton-none-h200.rrt"), c, false);
+  ASSERT_TRUE(choice.ok()) << choice.error().message;
+  EXPECT_NE(c.python_exe, exe);
+  if (c.engine == "model")  // nothing else here imports 3.6: the venv is named with its version
+    EXPECT_TRUE(Has(choice->note, exe + " (the active virtual environment) (Triton 3.4.0)"))
+        << choice->note;
 }
 
 }  // namespace
