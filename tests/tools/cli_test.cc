@@ -1,8 +1,12 @@
 // The command line as a user meets it: exit codes and one-line errors.
 #include <gtest/gtest.h>
 
-#include <filesystem>
+#include <fcntl.h>
 #include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
 
 #include <array>
 #include <cstdio>
@@ -36,6 +40,11 @@ CliRun Rerace(const std::string& args, const std::string& env = "") {
   return r;
 }
 
+std::string Sample(const char* name) {
+  const char* src = std::getenv("RERACE_SOURCE");
+  return std::string(src ? src : ".") + "/traces/samples/" + name;
+}
+
 std::string Data(const char* name) {
   const char* src = std::getenv("RERACE_SOURCE");
   return std::string(src ? src : ".") + "/tests/data/" + name;
@@ -52,6 +61,47 @@ TEST(Cli, MissingTraceIsExit66) {
   const CliRun r = Rerace("show /no/such.rrt");
   EXPECT_EQ(r.code, 66);
   EXPECT_NE(r.out.find("/no/such.rrt: cannot open the trace"), std::string::npos) << r.out;
+}
+
+// A --patch that is not there is missing input, as a missing trace is, with either engine.
+TEST(Cli, MissingPatchIsExit66) {
+  for (const char* engine : {"auto", "model", "python"}) {
+    SCOPED_TRACE(engine);
+    const CliRun r = Rerace(std::string("check ") + Sample("triton-none-h200.rrt") +
+                            " --patch /no/such/fix.py --engine " + engine);
+    EXPECT_EQ(r.code, 66) << r.out;
+    EXPECT_NE(r.out.find("--patch /no/such/fix.py: no such file"), std::string::npos) << r.out;
+  }
+}
+
+// A reader that closed standard output (`rerace ... | head -1`) ends rerace with exit 74 and a
+// line saying the report was lost, not by SIGPIPE (141).
+TEST(Cli, AClosedStdoutPipeIsExit74) {
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  close(fds[0]);  // nobody reads
+  const std::string err = ::testing::TempDir() + "/closed-stdout-" + std::to_string(getpid()) + ".err";
+  const char* bin_dir = std::getenv("RERACE_BIN");
+  const std::string bin = std::string(bin_dir ? bin_dir : "build/bin") + "/rerace";
+  const std::string trace = Sample("triton-none-h200.rrt");
+  const pid_t pid = fork();
+  if (pid == 0) {
+    dup2(fds[1], 1);
+    const int e = open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    dup2(e, 2);
+    execl(bin.c_str(), "rerace", "replay", trace.c_str(), "--engine", "model", "--seed", "1",
+          static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  close(fds[1]);
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status)) << "ended by signal " << (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+  EXPECT_EQ(WEXITSTATUS(status), 74);
+  std::ifstream in(err);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("standard output: cannot write"), std::string::npos) << text;
+  std::remove(err.c_str());
 }
 
 TEST(Cli, UnknownFlagIsExit64) {

@@ -15,10 +15,13 @@ int main(int argc, char** argv) {
   CLI::App app{
       "rerace: deterministic record-and-replay race simulator for multi-threaded, multi-GPU "
       "training code.\n"
-      "Exit codes: 0 nothing found / fix holds, 1 failure found / fix fails, 64 usage, "
-      "65 bad input data (a corrupt trace, a schedule that does not fit it, a tuner class rerace does "
-      "not model), 66 missing input, 70 internal error (a bug in rerace, never reported as a "
-      "failure found), 74 cannot write output."};
+      "Exit codes: 0 nothing found / fix holds, 1 failure found / fix fails, 3 check inconclusive "
+      "(its search stopped at a budget: never a holds), 64 usage, 65 bad input data (a corrupt "
+      "trace, a schedule that does not fit it, a tuner class rerace does not model), 66 missing "
+      "input, 69 the environment lacks something (no Triton for --python-exe), 70 internal error "
+      "(a bug in rerace, never reported as a failure found), 74 cannot write output (also a "
+      "closed pipe on standard output), 78 configuration (--python-exe is not a Python that "
+      "starts the engine)."};
   app.name("rerace");
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("rerace ") + RERACE_VERSION);
@@ -43,6 +46,9 @@ int main(int argc, char** argv) {
   // Output lost to a full disk or a file size limit must be noticed: SIGXFSZ would end the
   // process by a signal (153) where rerace reports the failed write (74).
   std::signal(SIGXFSZ, SIG_IGN);
+  // Likewise a reader that closed standard output (`rerace ... | head`): the write fails with
+  // EPIPE and rerace exits 74 saying so, not by SIGPIPE (141).
+  std::signal(SIGPIPE, SIG_IGN);
   // A command reports its own errors (bad input, usage, output) with their codes; anything
   // that escapes one is a bug in rerace: exit 70 with the message, never 1 (a race found).
   // Otherwise stdout is flushed and checked (74 when the report was lost).

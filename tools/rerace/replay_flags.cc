@@ -44,8 +44,8 @@ void AddCommonFlags(CLI::App* sub, CommonFlags& f, bool with_strategy) {
       ->check(CLI::IsMember({"model", "python", "auto"}));
   sub->add_option("--patch", c.patches,
                   "With --engine python: a Python file imported before the tuners are built, as "
-                  "a training script applies a patch at start-up (repeatable)")
-      ->check(CLI::ExistingFile);
+                  "a training script applies a patch at start-up (repeatable; a missing file is "
+                  "exit 66)");
   sub->add_option("--python", c.python_mode,
                   "Where a thread can lose the interpreter: gil (only where this CPython can hand "
                   "the GIL over; the model merges the accesses between two such places into one "

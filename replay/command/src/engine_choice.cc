@@ -122,6 +122,12 @@ std::vector<std::pair<std::string, std::string>> UserPythons() {
 // PYTHONPATH when PYTHONPATH is not set); else the model. `recorded`: --recorded, which only
 // the model follows. NB: may set PYTHONPATH for the engine (and so for the hints).
 Result<EngineChoice> ResolveEngine(const std::string& path, CommandOptions& c, bool recorded) {
+  // A --patch that is not there is missing input (66), whichever engine would run it.
+  for (const std::string& patch : c.patches) {
+    std::error_code ec;
+    if (!std::filesystem::exists(patch, ec))
+      return Error{fmt::format("--patch {}: no such file", patch), kExitNoInput};
+  }
   if (c.engine != "auto") return EngineChoice{};
   // `unavailable`: the model was chosen for want of a Python with the Triton (exit 69 when a
   // --patch needed the real code), not for what the recording or the flags are (exit 64).
