@@ -53,7 +53,8 @@ PathLike = Union[str, "os.PathLike[str]"]
 
 def _common(fix: Optional[str], patch: Union[PathLike, Sequence[PathLike], None],
             engine: Optional[str], python_exe: Optional[str],
-            extra: Sequence[str]) -> list[str]:
+            extra: Sequence[str], model: Optional[str] = None,
+            failure: Optional[str] = None) -> list[str]:
     """The options replay, fuzz and check share; also what a replay command repeats."""
     patches = [] if patch is None else [patch] if isinstance(patch, (str, os.PathLike)) else list(patch)
     if patches and engine is None:
@@ -70,6 +71,10 @@ def _common(fix: Optional[str], patch: Union[PathLike, Sequence[PathLike], None]
         args += ["--python-exe", python_exe]
     for p in patches:
         args += ["--patch", os.fspath(p)]
+    if model is not None:
+        args += ["--model", model]
+    if failure is not None:
+        args += ["--failure", failure]
     return args + list(extra)
 
 
@@ -77,7 +82,9 @@ def replay(trace: PathLike, *, seed: Optional[int] = None, schedule: Optional[st
            recorded: bool = False, fix: Optional[str] = None,
            patch: Union[PathLike, Sequence[PathLike], None] = None,
            engine: Optional[str] = None, python_exe: Optional[str] = None,
-           strategy: Optional[str] = None, args: Sequence[str] = ()) -> ReplayResult:
+           strategy: Optional[str] = None, model: Optional[str] = None,
+           failure: Optional[str] = None, only: Optional[Sequence[int]] = None,
+           args: Sequence[str] = ()) -> ReplayResult:
     """Replays ``trace`` once: under ``seed`` (and ``strategy``), a saved ``schedule`` (a file
     or the ``rs1:...`` line a counterexample gives), or the ``recorded`` interleaving.
 
@@ -87,10 +94,12 @@ def replay(trace: PathLike, *, seed: Optional[int] = None, schedule: Optional[st
     >>> rerace.replay(r.trace, schedule=r.schedule).findings == r.findings
     True
 
-    ``args``: further command-line options (``["--races"]``). Raises Error on anything but a
-    passed or failed run.
+    The keyword arguments are the command line's options of the same names (``only``: the
+    recorded threads of a sub-program, ``--only``). ``args``: further command-line options
+    (``["--races"]``). Raises Error on anything but a passed or failed run.
     """
-    common = _common(fix, patch, engine, python_exe, args)
+    extra = list(args) + (["--only", ",".join(str(t) for t in only)] if only else [])
+    common = _common(fix, patch, engine, python_exe, extra, model, failure)
     cli = ["replay", os.fspath(trace)]
     if seed is not None:
         cli += ["--seed", str(seed)]
@@ -110,7 +119,8 @@ def fuzz(traces: Union[PathLike, Iterable[PathLike]], *, runs: Optional[int] = N
          patch: Union[PathLike, Sequence[PathLike], None] = None,
          engine: Optional[str] = None, python_exe: Optional[str] = None,
          jobs: Optional[int] = None, strategy: Optional[str] = None,
-         args: Sequence[str] = ()) -> FuzzResult:
+         model: Optional[str] = None, failure: Optional[str] = None,
+         time: Optional[str] = None, args: Sequence[str] = ()) -> FuzzResult:
     """Replays each trace under ``runs`` seeds from ``seed``; each distinct failure once.
 
     >>> f = rerace.fuzz("traces/samples/triton-none-h200.rrt", runs=20)
@@ -120,8 +130,10 @@ def fuzz(traces: Union[PathLike, Iterable[PathLike]], *, runs: Optional[int] = N
     False
     """
     paths = [os.fspath(traces)] if isinstance(traces, (str, os.PathLike)) else [os.fspath(t) for t in traces]
-    common = _common(fix, patch, engine, python_exe, args)
+    common = _common(fix, patch, engine, python_exe, args, model, failure)
     cli = ["fuzz", *paths]
+    if time is not None:
+        cli += ["--time", time]
     if runs is not None:
         cli += ["--runs", str(runs)]
     if seed is not None:
@@ -138,7 +150,10 @@ def check(trace: PathLike, *, fix: Optional[str] = None,
           patch: Union[PathLike, Sequence[PathLike], None] = None,
           engine: Optional[str] = None, python_exe: Optional[str] = None,
           failure: Optional[str] = None, threads: Optional[int] = None,
-          jobs: Optional[int] = None, args: Sequence[str] = ()) -> CheckResult:
+          jobs: Optional[int] = None, bound: Optional[int] = None,
+          max_runs: Optional[int] = None, runs: Optional[int] = None,
+          seed: Optional[int] = None, model: Optional[str] = None,
+          args: Sequence[str] = ()) -> CheckResult:
     """Checks a fix (``fix``: a named one, e.g. ``"lock-run"``) or your ``patch`` file(s) on the
     recorded step: a counterexample, ``holds``, or ``inconclusive`` (exit 3: the search stopped
     at its budget; never a holds).
@@ -150,11 +165,18 @@ def check(trace: PathLike, *, fix: Optional[str] = None,
     rerace replay .../triton-none-h200.rrt --schedule 'rs1:6.4.5.3...' --engine python --python-exe ...
     >>> rerace.check("step.rrt", patch="ourfix.py").holds
     True
+
+    The keyword arguments are the command line's options of the same names: ``bound``,
+    ``max_runs``, ``runs``, ``seed``, ``threads`` and ``jobs`` (a certificate over every
+    ``threads``-thread sub-program, ``r.certificate``), ``failure``, ``model``, ``engine``,
+    ``python_exe``, ``patch`` (one file or several), ``fix``; ``args`` any other.
     """
-    common = _common(fix, patch, engine, python_exe, args)
+    common = _common(fix, patch, engine, python_exe, args, model, failure)
     cli = ["check", os.fspath(trace)]
-    if failure is not None:
-        cli += ["--failure", failure]
+    for flag, value in (("--bound", bound), ("--max-runs", max_runs), ("--runs", runs),
+                        ("--seed", seed)):
+        if value is not None:
+            cli += [flag, str(value)]
     if threads is not None:
         cli += ["--threads", str(threads)]
     if jobs is not None:

@@ -49,6 +49,23 @@ class Finding:
     silent: bool
 
     @property
+    def code(self) -> str:
+        """``kind`` under the JSON's name (``"code"``)."""
+        return self.kind
+
+    @property
+    def where(self) -> str:
+        """``place`` under the JSON's name (``"where"``)."""
+        return self.place
+
+    @property
+    def exception(self) -> str:
+        """The exception as Python raised it (``"KeyError: 'y_ptr'"``); "" for a silent finding."""
+        if not self.type or self.silent:
+            return ""
+        return self.type if not self.message else f"{self.type}: {self.message}"
+
+    @property
     def traceback(self) -> str:
         """The finding as the text report prints it: exception and the place it was raised."""
         exc = self.type if not self.message else f"{self.type}: {self.message}"

@@ -16,12 +16,19 @@ from ._results import CheckResult, FuzzResult, ReplayResult
 
 
 class RaceFound(AssertionError):
-    """A check that did not hold, or a replay or fuzz that failed; str() is the report."""
+    """A check that found a counterexample, or a replay or fuzz that failed; str() is the
+    report."""
+
+
+class Inconclusive(AssertionError):
+    """A check whose search stopped at its budget (exit 3): no race was found, and nothing was
+    certified either; str() says what ran."""
 
 
 def assert_holds(result: CheckResult, every_interleaving: bool | int = False) -> CheckResult:
-    """Passes only on ``holds``: ``fails`` and ``inconclusive`` raise RaceFound with the report
-    (the counterexample's findings and replay command, or why the search was not exhausted).
+    """Passes only on ``holds``: ``fails`` raises RaceFound with the report (the counterexample's
+    findings and replay command); ``inconclusive`` (no race found, the search stopped at its
+    budget) and a holds that covers less than ``every_interleaving`` asks raise Inconclusive.
 
     A ``holds`` of DPOR under a preemption bound covers the search's schedules, not every
     interleaving within the bound (``result.search.cut`` race reversals refused by the bound).
@@ -29,6 +36,8 @@ def assert_holds(result: CheckResult, every_interleaving: bool | int = False) ->
     program passes (``result.search.complete``, or a certificate over all its threads); with
     ``every_interleaving=K`` (an int) a complete certificate over every K-thread sub-program
     (``check(..., threads=K)``, ``result.certificate``) passes too."""
+    if result.inconclusive:
+        raise Inconclusive(result.describe())
     if not result.holds:
         raise RaceFound(result.describe())
     c = result.certificate
@@ -38,14 +47,14 @@ def assert_holds(result: CheckResult, every_interleaving: bool | int = False) ->
             got = ("no certificate (give check(..., threads=K))" if c is None else
                    f"a certificate over {c.threads} of {c.of} threads"
                    f"{'' if c.complete else ', not complete'}")
-            raise RaceFound(f"holds, but not for every interleaving of any {k} threads: "
+            raise Inconclusive(f"holds, but not for every interleaving of any {k} threads: "
                             f"{got}\n{result.describe()}")
         return result
     if every_interleaving and c is not None and c.complete and c.threads == c.of:
         return result
     if every_interleaving and not result.search.complete:
         s = result.search
-        raise RaceFound(f"holds, but not for every interleaving: the {s.method} search at bound "
+        raise Inconclusive(f"holds, but not for every interleaving: the {s.method} search at bound "
                         f"{s.bound} ran {s.runs} schedules and the bound refused {s.cut} race "
                         f"reversal{'' if s.cut == 1 else 's'} it found\n{result.describe()}")
     return result

@@ -17,7 +17,7 @@ sys.path.insert(0, str(ROOT / "python"))
 import rerace  # noqa: E402
 from rerace import _run  # noqa: E402
 from rerace._results import CheckResult, FuzzResult, ReplayResult  # noqa: E402
-from rerace.testing import RaceFound, assert_fails, assert_holds  # noqa: E402
+from rerace.testing import Inconclusive, RaceFound, assert_fails, assert_holds  # noqa: E402
 
 SAMPLE = ROOT / "traces" / "samples" / "triton-none-h200.rrt"
 
@@ -97,7 +97,7 @@ class CheckFromJson(unittest.TestCase):
         # assert_holds passes both; asked for every interleaving, only the complete one.
         assert_holds(cut)
         assert_holds(whole, every_interleaving=True)
-        with self.assertRaises(RaceFound) as e:
+        with self.assertRaises(Inconclusive) as e:
             assert_holds(cut, every_interleaving=True)
         self.assertIn("the bound refused 12 race reversals", str(e.exception))
 
@@ -106,7 +106,7 @@ class CheckFromJson(unittest.TestCase):
         d["search"].update(cut=12, complete=False)
         plain = CheckResult.from_json(d, 0, ["rerace"], [])
         self.assertIsNone(plain.certificate)
-        with self.assertRaises(RaceFound) as e:
+        with self.assertRaises(Inconclusive) as e:
             assert_holds(plain, every_interleaving=2)
         self.assertIn("no certificate", str(e.exception))
         d["certificate"] = {"threads": 3, "of": 8, "classes": 1, "combinations": 56,
@@ -116,12 +116,12 @@ class CheckFromJson(unittest.TestCase):
         self.assertIn("every interleaving of any 3 of the 8 recorded threads", str(r).splitlines()[0])
         assert_holds(r, every_interleaving=3)
         assert_holds(r, every_interleaving=2)
-        with self.assertRaises(RaceFound):
+        with self.assertRaises(Inconclusive):
             assert_holds(r, every_interleaving=4)
-        with self.assertRaises(RaceFound):  # the whole program's search was not complete
+        with self.assertRaises(Inconclusive):  # the whole program's search was not complete
             assert_holds(r, every_interleaving=True)
         d["certificate"]["complete"] = False
-        with self.assertRaises(RaceFound) as e:
+        with self.assertRaises(Inconclusive) as e:
             assert_holds(CheckResult.from_json(d, 0, ["rerace"], []), every_interleaving=3)
         self.assertIn("not complete", str(e.exception))
 
@@ -137,7 +137,7 @@ class CheckFromJson(unittest.TestCase):
         self.assertIn("rerace replay /t/step.rrt --schedule", str(e.exception))
         assert_fails(bad)
         inc = CheckResult.from_json(check_json("inconclusive", False), 3, ["rerace"], [])
-        with self.assertRaises(RaceFound) as e:
+        with self.assertRaises(Inconclusive) as e:  # no race was found: not a RaceFound
             assert_holds(inc)
         self.assertIn("stopped at its budget", str(e.exception))
         self.assertIn("not a holds", str(e.exception))
@@ -225,6 +225,22 @@ class EndToEnd(unittest.TestCase):
         with self.assertRaises(rerace.Error) as e:
             rerace.replay(SAMPLE, seed=1, args=["--bogus"])
         self.assertEqual(e.exception.exit_code, 64)
+
+    def test_the_commands_options_are_keyword_arguments(self):
+        r = rerace.check(SAMPLE, engine="model", fix="lock-run", bound=2, max_runs=5, seed=3)
+        self.assertEqual(r.verdict, "inconclusive")  # 5 runs do not exhaust bound 2
+        self.assertEqual((r.search.bound, r.search.max_runs, r.search.runs), (2, 5, 5))
+        with self.assertRaises(Inconclusive):
+            assert_holds(r)
+        bad = rerace.check(SAMPLE, engine="model", failure="KeyError", runs=10)
+        self.assertEqual(bad.verdict, "fails")
+        f = bad.findings[0]
+        self.assertEqual((f.code, f.where), (f.kind, f.place))
+        self.assertEqual(f.exception, f"{f.type}: {f.message}")
+        self.assertEqual(f.type, "KeyError")
+        one = rerace.replay(SAMPLE, engine="model", seed=1, only=[1, 2])
+        self.assertIn("--only 1,2", one.replay_command)
+        self.assertLessEqual(len({x.thread for x in one.findings}), 2)
 
     def test_check_with_a_certificate(self):
         r = rerace.check(SAMPLE, fix="lock-run", threads=2, jobs=2, args=["--runs", "0"])
