@@ -67,6 +67,18 @@ TEST_P(PatchReach, SaysWhetherEachReplacementWasOnThePath) {
 }
 
 const Case kCases[] = {
+    // A certificate over sub-programs never certifies more than it searched: a patch that
+    // serializes two threads and lets a third through holds in every 2-thread sub-program, but
+    // the verdict still FAILS (the whole step's search finds it), and a 3-thread certificate
+    // finds it in a sub-program, which its hint replays with --only.
+    {"a lock for two threads: a 2-thread certificate does not make it hold",
+     "check --threads 2 --runs 0", "lock_two_of_three.py", 1,
+     {"FAILS: counterexample found after"},
+     {"holds for every interleaving", "(DPOR over threads "}},
+    {"a lock for two threads: a 3-thread certificate fails it in a sub-program",
+     "check --threads 3 --runs 0", "lock_two_of_three.py", 1,
+     {"FAILS: counterexample found after", "(DPOR over threads ", " --only "},
+     {"holds"}},
     {"a lock that works is entered by every call", "replay --seed 3", "reach_works.py", 0,
      {"patch reach: your Autotuner.run replacement (reach_works.py:10) was entered by 8 of 8 "
       "threads' calls\n",
