@@ -74,8 +74,8 @@ TEST(Cli, MissingPatchIsExit66) {
   }
 }
 
-// A reader that closed standard output (`rerace ... | head -1`) ends rerace with exit 74 and a
-// line saying the report was lost, not by SIGPIPE (141).
+// A reader that closed standard output (`rerace ... | head -1`) ends rerace with exit 74,
+// quietly (the reader stopped on purpose), not by SIGPIPE (141).
 TEST(Cli, AClosedStdoutPipeIsExit74) {
   int fds[2];
   ASSERT_EQ(pipe(fds), 0);
@@ -100,7 +100,7 @@ TEST(Cli, AClosedStdoutPipeIsExit74) {
   EXPECT_EQ(WEXITSTATUS(status), 74);
   std::ifstream in(err);
   const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  EXPECT_NE(text.find("standard output: cannot write"), std::string::npos) << text;
+  EXPECT_EQ(text.find("rerace: error"), std::string::npos) << text;
   std::remove(err.c_str());
 }
 

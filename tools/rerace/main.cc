@@ -47,7 +47,7 @@ int main(int argc, char** argv) {
   // process by a signal (153) where rerace reports the failed write (74).
   std::signal(SIGXFSZ, SIG_IGN);
   // Likewise a reader that closed standard output (`rerace ... | head`): the write fails with
-  // EPIPE and rerace exits 74 saying so, not by SIGPIPE (141).
+  // EPIPE and rerace exits 74 (quietly: the reader stopped on purpose), not by SIGPIPE (141).
   std::signal(SIGPIPE, SIG_IGN);
   // A command reports its own errors (bad input, usage, output) with their codes; anything
   // that escapes one is a bug in rerace: exit 70 with the message, never 1 (a race found).

@@ -81,14 +81,14 @@ CheckOutput RunCheckCommand(const CheckCommand& command) {
   Flush(out, a.options);
   // What ran, as the notes said it (the engine, and for the real code its Python, Triton,
   // tuners and patches): the JUnit case carries it too.
-  std::string engine_said = engine_choice->note;
+  std::string engine_said = engine_choice->note + l->note;
   if (l->options.engine == "python") {
     Replayer probe(l->program, l->options);
-    auto said = StartEngine(probe, a.options.notes, engine_choice->note);
+    auto said = StartEngine(probe, a.options.notes, engine_said);
     if (!said) return Fail(out, said.error());
     engine_said = *said;
-  } else if (!engine_choice->note.empty()) {
-    a.options.notes(engine_choice->note);
+  } else if (!engine_said.empty()) {
+    a.options.notes(engine_said);
   }
   CheckRequest request;
   request.bound = a.bound;

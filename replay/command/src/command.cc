@@ -48,6 +48,29 @@ Result<LoadedTrace> LoadTrace(const std::string& path, const CommandOptions& c, 
     else
       out += warning;
   }
+  std::string order_note;
+  const bool python = c.engine == "python";
+  if (c.order_from_timing && python)
+    return Error{"--order-from-timing is followed by the model only: add --engine model",
+                 kExitUsage};
+  // Recorded locks order their calls in the replay too: only a recording without any is told.
+  bool recorded_locks = false;
+  for (const ThreadProgram& t : program->threads)
+    for (const Op& op : t.ops) recorded_locks |= op.kind == Op::Kind::kLockAcquire;
+  const size_t serial = recorded_locks ? 0 : SerialCalls(*program).size();
+  if (c.order_from_timing) {
+    OrderFromTiming(*program);
+  } else if (serial != 0) {
+    // The recording cannot say why those calls did not overlap: the program's own
+    // synchronization (an Event, a join, a queue) or chance. Said once, on standard error with
+    // the engine's line.
+    const std::string note = fmt::format(
+        "note: this recording holds no synchronization of the program: calls it ordered may be "
+        "replayed as concurrent ({} time{} a thread's call began after another thread's call had "
+        "ended); --order-from-timing keeps calls that never overlapped in their recorded order\n",
+        serial, serial == 1 ? "" : "s");
+    order_note = note;
+  }
   if (!c.only.empty()) {
     auto threads = ParseOnly(c.only);
     if (!threads) return threads.error();
@@ -55,7 +78,6 @@ Result<LoadedTrace> LoadTrace(const std::string& path, const CommandOptions& c, 
     if (!sub) return sub.error();
     program = std::move(*sub);
   }
-  const bool python = c.engine == "python";
   auto fix = python ? Result<Fix>(Fix{}) : ParseFix(c.fix);
   if (!fix) return fix.error();
   if (!python && (!c.patches.empty() || c.python_exe != "python3" || c.allow_recorded_patch))
@@ -80,6 +102,7 @@ Result<LoadedTrace> LoadTrace(const std::string& path, const CommandOptions& c, 
                              path),
                  kExitDataError};
   LoadedTrace l;
+  l.note = std::move(order_note);
   l.program = std::move(*program);
   l.options.fix = std::move(*fix);
   l.options.model = c.model;
@@ -173,6 +196,7 @@ std::string ReplayCommandLine(const std::string& trace, const CommandOptions& c)
   if (c.max_steps != kDefaultMaxSteps) f += fmt::format(" --max-steps {}", c.max_steps);
   if (!c.failure.empty()) f += " --failure " + ShellQuote(c.failure);
   if (!c.only.empty()) f += " --only " + c.only;
+  if (c.order_from_timing) f += " --order-from-timing";
   return f;
 }
 
@@ -258,6 +282,7 @@ Result<void> SaveSchedule(const ReplayResult& r, const std::string& path, const 
   if (seed) meta.emplace_back("seed", std::to_string(*seed));
   if (c.engine == "python") meta.emplace_back("pythonpath", EngineEnvironment(c));
   if (!c.only.empty()) meta.emplace_back("only", c.only);
+  if (c.order_from_timing) meta.emplace_back("order", "timing");
   meta.emplace_back("failure", failure);
   return r.run.schedule.Save(path, meta);
 }
@@ -348,6 +373,8 @@ Result<void> ApplyScheduleHeader(const std::string& path, CommandOptions& c) {
         !r)
       return r;
   }
+  if (auto it_order = meta.find("order"); it_order != meta.end() && it_order->second == "timing")
+    c.order_from_timing = true;  // made under the recorded timing's order: replayed under it
   if (auto r = take("only", c.only_given, c.only, [&](const std::string& v) -> Result<void> {
         c.only = v;
         return {};

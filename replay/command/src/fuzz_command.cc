@@ -77,7 +77,7 @@ FuzzOutput RunFuzzCommand(const FuzzCommand& command) {
     if (!l) return Fail(out, l.error());
     Flush(out, o);
     Replayer rep(l->program, l->options);
-    if (auto e = StartEngine(rep, o.notes, engine_choice->note); !e) return Fail(out, e.error());
+    if (auto e = StartEngine(rep, o.notes, engine_choice->note + l->note); !e) return Fail(out, e.error());
     FuzzTrace ft;
     ft.trace = path;
     ft.fix = o.fix;

@@ -85,7 +85,7 @@ ReplayOutput RunReplayCommand(const ReplayCommand& a) {
   if (!l) return Fail(out, l.error());
   Flush(out, c);
   Replayer rep(l->program, l->options);
-  if (auto e = StartEngine(rep, c.notes, engine_choice->note); !e) return Fail(out, e.error());
+  if (auto e = StartEngine(rep, c.notes, engine_choice->note + l->note); !e) return Fail(out, e.error());
   if (!a.schedule.empty() && !inline_schedule) {
     // A schedule of the real code replays only under the interpreter, mode, Triton and patches
     // that made it: the scheduling points are theirs.

@@ -253,6 +253,7 @@ Result<void> ProgramBuilder::AddTuner(const Event& e, const TunerEvent& te, cons
     call_cpu_.push_back(UINT64_MAX);
     call_launches_.push_back(0);
     op.call = static_cast<uint32_t>(p_.calls.size());
+    c.begin_seq = e.seq;
     PushOp(e, std::move(op));
     p_.calls.push_back(std::move(c));
     return {};
@@ -301,10 +302,12 @@ Result<void> ProgramBuilder::AddTuner(const Event& e, const TunerEvent& te, cons
   if (te.kind == TunerKind::kError) {
     tp.failures.push_back({e.seq, te.error_type, te.error_message, te.error_where});
     open_call_[e.thread] = -1;
+    c.end_seq = e.seq;
     ck.End(e, true);
   }
   if (te.kind == TunerKind::kCallEnd) {
     open_call_[e.thread] = -1;
+    c.end_seq = e.seq;
     const Nanos wall = e.cpu_ns > ck.call_begin ? e.cpu_ns - ck.call_begin : 0;
     call_cpu_[ci] = wall > ck.bench_walls ? wall - ck.bench_walls : 0;
     ck.End(e, true);

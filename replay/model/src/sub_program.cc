@@ -53,6 +53,13 @@ Result<Program> SubProgram(const Program& p, const std::vector<uint32_t>& thread
     sub.threads.push_back(std::move(tp));
   }
   sub.step_start_ns = start != UINT64_MAX ? start : p.step_start_ns;
+  if (!p.call_after.empty()) {
+    sub.call_after.assign(sub.calls.size(), {});
+    for (const auto& [old_call, new_call] : renumber)
+      for (uint32_t before : p.call_after[old_call])
+        if (auto it = renumber.find(before); it != renumber.end())
+          sub.call_after[new_call].push_back(it->second);
+  }
   return sub;
 }
 

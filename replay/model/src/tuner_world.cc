@@ -48,6 +48,12 @@ TunerWorld::TunerWorld(sim::Scheduler& s, const Program& p, const ReplayOptions&
       if (tr.kind == TunerKind::kPreHook || tr.kind == TunerKind::kPostHook)
         hooks_recorded_ = true;
     }
+  if (!p.call_after.empty()) {
+    call_done_.reserve(p.calls.size());
+    for (size_t i = 0; i < p.calls.size(); ++i)
+      call_done_.emplace_back(s, "recorded order: call " + std::to_string(i));
+    call_ended_.assign(p.calls.size(), false);
+  }
   for (const TunerCall& c : p.calls) {
     auto [it, fresh] = tuner_index_.try_emplace(c.tuner, keys_.size());
     if (fresh) keys_.emplace_back();
@@ -256,6 +262,18 @@ void TunerWorld::Spawn() {
   }
 }
 
+void TunerWorld::WaitForEarlierCalls(uint32_t call) {
+  if (call_done_.empty()) return;
+  for (uint32_t before : p_.call_after[call])
+    call_done_[before].GetFuture().Get("recorded order: wait for an earlier call");
+}
+
+void TunerWorld::EndCall(uint32_t call) {
+  if (call_done_.empty() || call_ended_[call]) return;
+  call_ended_[call] = true;
+  call_done_[call].SetValue(1, "recorded order: call ended");
+}
+
 void TunerWorld::RunThread(uint32_t t) {
   if (prewarm_thread_ != UINT32_MAX) s_.Join(prewarm_thread_);
   const ThreadProgram& tp = p_.threads[t];
@@ -269,7 +287,9 @@ void TunerWorld::RunThread(uint32_t t) {
       gpu_.Cpu(op.cpu_before_ns, true, false);
       switch (op.kind) {
         case Op::Kind::kTunerCall:
+          WaitForEarlierCalls(op.call);
           Call(t, op.call);
+          EndCall(op.call);
           break;
         case Op::Kind::kLaunch:
           // A calibrated trace has the launch's CPU time in the gap after it.
@@ -289,6 +309,9 @@ void TunerWorld::RunThread(uint32_t t) {
   } catch (PyError& e) {
     findings_.push_back(std::move(e.finding));
   }
+  // A thread whose call raised ends there: the calls ordered after its calls go on.
+  for (const Op& op : tp.ops)
+    if (op.kind == Op::Kind::kTunerCall) EndCall(op.call);
   CountUnreached(t);
   // Locks the recording shows taken and not released by the end (an exception) are released,
   // as Python's `with` would.

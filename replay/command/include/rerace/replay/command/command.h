@@ -75,6 +75,9 @@ struct CommandOptions {
   // --only T,T,...: replay the sub-program of these recorded worker threads alone (indices as
   // reports number them; model/program.h SubProgram). "": every thread.
   std::string only;
+  // --order-from-timing: calls of different threads that never overlapped in the recording
+  // replay in their recorded order (model/program.h OrderFromTiming); the model only.
+  bool order_from_timing = false;
   bool colour = false;  // colour the text report's verdict lines (a terminal)
   bool fix_given = false, model_given = false, reps_given = false, max_steps_given = false;
   bool only_given = false;
@@ -178,6 +181,9 @@ CheckOutput RunCheckCommand(const CheckCommand& command);
 struct LoadedTrace {
   Program program;
   ReplayOptions options;
+  // What the command says after its engine line, on standard error: that the recording holds
+  // no synchronization of the program while its calls show an order (--order-from-timing).
+  std::string note;
 };
 // Reads the trace at `path` and checks that the options fit it (a patched recording, a tuner
 // class rerace does not model, --patch without the python engine, ...). A truncated trace is

@@ -65,6 +65,10 @@ struct TunerCall {
   Nanos call_cpu_ns = 0;                // the call's CPU time outside benchmarks (least of the tuner's calls)
   uint32_t device = 0;
   uint64_t stream = 0;
+  // The recorded events that began and ended the call (UINT64_MAX: it never ended, a
+  // truncated trace), for the order a recording's timing shows (OrderFromTiming).
+  uint64_t begin_seq = 0;
+  uint64_t end_seq = UINT64_MAX;
 };
 
 struct Op {
@@ -140,6 +144,10 @@ struct Program {
   // docs/MODEL.md); 0 and "" for native tuners and free-threaded interpreters.
   uint32_t trial_contention_ppm = 0;
   std::string trial_contention_from;
+  // --order-from-timing (OrderFromTiming): per call, the calls of other threads that must end
+  // before it begins, because in the recording they ended before it began. Empty: no order
+  // between threads but the one their own operations make.
+  std::vector<std::vector<uint32_t>> call_after;
   // The process's cold start as its first recorded trial shows it (CUDA's and Triton's runtime
   // start, the launcher, lazy loading of kernels): paid once by the first trial of a replayed
   // run; a trial that starts before it ends waits for it (calibrate.h). 0: not cold.
@@ -172,6 +180,15 @@ Result<Program> BuildProgram(const traces::Trace& trace, const std::string& sour
 // `read`, when given, receives what was read besides the events (header, threads, footer,
 // truncated / truncation, event_count). Errors: the reader's (exit 65, 66), then BuildProgram's.
 Result<Program> ReadProgram(const std::string& path, traces::Trace* read = nullptr);
+
+// The calls of different threads that never overlapped in the recording: pairs (a, b), a's
+// thread's latest call that ended before b began, for every other thread that had one. A
+// recording holds no synchronization of the program (its Events, joins, queues), so calls it
+// ordered replay as concurrent; these pairs are the order its timing shows.
+std::vector<std::pair<uint32_t, uint32_t>> SerialCalls(const Program& p);
+// --order-from-timing: every pair of SerialCalls becomes an order of the replay (b waits for a
+// to end; a thread whose call raised ends its calls). Returns how many.
+size_t OrderFromTiming(Program& p);
 
 // The program of the worker threads `threads` (indices into p.threads) alone: their ops, the
 // tuner calls they make (renumbered), the tuner state as recorded (cold, the same metadata);

@@ -197,6 +197,9 @@ class TunerWorld {
   void RunPrewarm();
   void RunOwner(uint32_t device);
   void Call(uint32_t thread, uint32_t call);
+  // --order-from-timing: waits for the calls `call` comes after; marks a call ended.
+  void WaitForEarlierCalls(uint32_t call);
+  void EndCall(uint32_t call);
   // lock-key-event: the patch's run around the model's (tuner_world_event.cc).
   void CallWithKeyEvent(uint32_t thread, const TunerCall& c, uint32_t call);
   void AnchorOp(uint32_t thread, uint64_t seq);
@@ -237,6 +240,10 @@ class TunerWorld {
   std::map<size_t, std::unique_ptr<sim::Shared<std::vector<Owned>>>> disks_;  // tuner → disk
   std::map<std::string, std::unique_ptr<sim::Mutex>> fix_locks_;
   std::map<uint64_t, std::unique_ptr<sim::Mutex>> recorded_locks_;
+  // --order-from-timing (Program::call_after): per call, a promise its end fulfils, and
+  // whether it was; empty without an order.
+  std::vector<sim::Promise<int>> call_done_;
+  std::vector<bool> call_ended_;
   VirtualGpu gpu_;
 
   std::vector<Finding> findings_;
