@@ -40,7 +40,7 @@ def opnames_of(code):
 
     NB: dis builds a full Instruction per instruction (line numbers, argument values) and the
     tracer needs this for every code object a run enters, in every run's child: on 3.11/3.12
-    the bytes are read directly (tests/python/test_engine.py checks it against dis)."""
+    the bytes are read directly (tests/python/test_control.py checks it against dis)."""
     import dis
     if _CACHES is None:
         return {ins.offset: ins.opname for ins in dis.get_instructions(code)}
