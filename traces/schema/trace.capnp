@@ -15,7 +15,7 @@
 #   rerace show --frame N --raw TRACE > chunk.bin
 #   capnp decode --packed traces/schema/trace.capnp Chunk < chunk.bin
 #
-# Every "must" below is checked by the reader (traces/src/reader.cc).
+# Every "must" below is checked by the reader (traces/src/records.cc).
 
 @0xe071a15d5c0b8f18;
 

@@ -2,7 +2,7 @@
 //
 // A bitmap in pages of 2^16 ids (8 KiB), made when an id first falls in them: CUPTI hands the
 // ids out densely, so N launches take about N/8 bytes. A hostile file that spreads its ids
-// pays 8 KiB per id in the reader's own set first (traces/src/reader.cc), which the reader's
+// pays 8 KiB per id in the reader's own set first (traces/src/correlation_set.h), which the reader's
 // memory bound stops; these sets hold no more ids than that one.
 #pragma once
 
