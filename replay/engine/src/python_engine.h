@@ -90,6 +90,8 @@ class PythonProcess {
 
  private:
   PythonProcess() = default;
+  // How long a quitting engine may take before it is killed.
+  static constexpr int kQuitWaitMs = 2'000;
   // The watchdog fired: collects the threads' stacks, ends the group, throws.
   [[noreturn]] void Hang();
   // Ends the process group (after a bounded wait for the leader when `wait_ms` > 0); returns
