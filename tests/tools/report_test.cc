@@ -1,8 +1,10 @@
 // Every report tells the truth (issue 16): what rerace prints, run as a user runs it, matches
-// what it does. Each test names the item of the issue it covers.
+// what it does. Each test names the item of the issue it covers. The replay hints:
+// report_hints_test.cc; what the reports say of the real-code engine: report_engine_test.cc.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <regex>
@@ -10,6 +12,7 @@
 #include <vector>
 
 #include "rerace/testing/cli.h"
+#include "report_test.h"
 
 namespace {
 
@@ -20,330 +23,9 @@ using rerace::testing::Rerace;
 using rerace::testing::SampleTrace;
 using rerace::testing::Slurp;
 using rerace::testing::Source;
-
-size_t Count(const std::string& text, const std::string& part) {
-  size_t n = 0;
-  for (size_t p = text.find(part); p != std::string::npos; p = text.find(part, p + 1)) ++n;
-  return n;
-}
-
-std::string TempDir(const std::string& name) {
-  const std::string d = ::testing::TempDir() + "/report-" + name + "-" + std::to_string(getpid());
-  std::filesystem::remove_all(d);
-  std::filesystem::create_directories(d);
-  return d;
-}
-
-// "FAILED: CODE in thread N (NAME) at step S" → CODE ("" when the report has no failure).
-std::string FailedCode(const std::string& report) {
-  static const std::regex re("(^|\n)FAILED: ([a-z-]+)");
-  std::smatch m;
-  return std::regex_search(report, m, re) ? m[2].str() : "";
-}
-
-// The thread name of the FAILED line, "" without one.
-std::string FailedThread(const std::string& report) {
-  static const std::regex re("(^|\n)FAILED: [a-z-]+ in thread [0-9]+ \\(([^)]*)\\)");
-  std::smatch m;
-  return std::regex_search(report, m, re) ? m[2].str() : "";
-}
-
-// Item 3: a replay hint carries every option that changes the run, so running it gives the
-// failure it is printed for. Each fuzz listing entry "[n] CODE at WHERE: ..., first in NAME"
-// is followed by "replay: rerace replay ...": that command must fail first with CODE in NAME.
-struct FuzzCase {
-  const char* trace;
-  const char* flags;
-};
-
-TEST(ReportHints, EveryFuzzHintReproducesItsFailure) {
-  const std::string dir = TempDir("hints");
-  const FuzzCase cases[] = {
-      {"synth-h200-shape.rrt", "--runs 40 --strategy pct --pct-depth 3"},
-      {"synth-h200-shape.rrt", "--runs 40 --strategy portfolio --model fla"},
-      {"triton-none-h200.rrt", "--runs 40 --fix tls-nargs --reps 2 --max-steps 500000"},
-      {"triton-none-h200.rrt", "--runs 200 --save-failures DIR"},
-      {"triton-none-h200.rrt", "--runs 100 --fix tls-nargs --save-failures DIR"},
-      {"native-none-h200.rrt", "--runs 30 --strategy surw"},
-      {"synth-h200-shape.rrt", "--runs 60 --failure nargs-none --strategy pos"},
-  };
-  size_t hints = 0;
-  for (const FuzzCase& c : cases) {
-    std::string flags = c.flags;
-    if (auto p = flags.find("DIR"); p != std::string::npos) flags.replace(p, 3, dir);
-    SCOPED_TRACE(std::string(c.trace) + " " + flags);
-    const CliRun f = Rerace("fuzz " + SampleTrace(c.trace) + " " + flags);
-    ASSERT_EQ(f.code, 1) << f.out;
-    std::string code, thread;
-    // "first in NAME with seed N", or for a saved schedule "first in NAME in its saved schedule
-    // (found with seed N)": NAME is where its replay shows it.
-    static const std::regex entry(
-        R"(^  \[[0-9]+\] ([a-z-]+) at .*, first in (.*?)(?: in its saved schedule \(found)? with seed [0-9]+\)?$)");
-    for (const std::string& line : Lines(f.out)) {
-      std::smatch m;
-      if (std::regex_match(line, m, entry)) {
-        code = m[1].str();
-        thread = m[2].str();
-      } else if (line.rfind("      replay: rerace ", 0) == 0) {
-        const std::string hint = line.substr(std::string("      replay: rerace ").size());
-        const CliRun r = Rerace(hint);
-        EXPECT_EQ(r.code, 1) << hint << "\n" << r.out;
-        EXPECT_EQ(FailedCode(r.out), code) << hint << "\n" << r.out;
-        EXPECT_EQ(FailedThread(r.out), thread) << hint << "\n" << r.out;
-        ++hints;
-      }
-    }
-  }
-  EXPECT_GE(hints, 15u);
-}
-
-// Item 3: the hints of replay and check.
-struct CommandCase {
-  std::string command;
-  std::string hint_prefix;  // the hint follows this text, to the end of its line
-};
-
-TEST(ReportHints, ReplayAndCheckHintsReproduceTheirFailure) {
-  const std::string dir = TempDir("hint-cmds");
-  const std::string synth = SampleTrace("synth-h200-shape.rrt");
-  const std::string triton = SampleTrace("triton-none-h200.rrt");
-  const CommandCase cases[] = {
-      {"replay " + synth + " --strategy pct --pct-depth 3 --seed 5",
-       "replay it (add --save-schedule FILE to keep the schedule): "},
-      {"replay " + triton + " --fix tls-nargs --reps 0 --seed 2 --max-steps 3000000",
-       "replay it (add --save-schedule FILE to keep the schedule): "},
-      {"replay " + synth + " --strategy pos --seed 4 --save-schedule " + dir + "/a.sched",
-       "replay it with: "},
-      {"check " + triton + " --fix tls-nargs --runs 200 --save-schedule " + dir + "/b.sched",
-       "replay it with: "},
-      {"check " + synth + " --bound 1 --failure in-param-not-in-cache --save-schedule " + dir +
-           "/c.sched",
-       "replay it with: "},
-      {"check " + SampleTrace("native-none-h200.rrt") + " --fix tls-nargs --save-schedule " + dir +
-           "/d.sched",
-       "replay it with: "},
-      {"check " + triton + " --fix tls-nargs", "replay it (add --save-schedule FILE to keep it): "},  // the schedule inline
-      {"check " + triton + " --failure in-param-not-in-cache --bound 1",
-       "replay it (add --save-schedule FILE to keep it): "},
-      // A file name a shell must quote: the hint quotes it so that it runs as printed.
-      {"replay " + synth + " --strategy pos --seed 4 --save-schedule \"" + dir + "/it's a.sched\"",
-       "replay it with: "},
-  };
-  for (const CommandCase& c : cases) {
-    SCOPED_TRACE(c.command);
-    const CliRun run = Rerace(c.command);
-    ASSERT_EQ(run.code, 1) << run.out;
-    const size_t at = run.out.find(c.hint_prefix);
-    ASSERT_NE(at, std::string::npos) << run.out;
-    const size_t from = at + c.hint_prefix.size();
-    const size_t end = run.out.find('\n', from);
-    const std::string cmd = run.out.substr(from, end - from);
-    ASSERT_EQ(cmd.rfind("rerace replay ", 0), 0u) << cmd;
-    const CliRun again = Rerace(cmd.substr(7));
-    EXPECT_EQ(again.code, 1) << cmd << "\n" << again.out;
-    EXPECT_EQ(FailedCode(again.out), FailedCode(run.out)) << cmd << "\n" << again.out;
-    EXPECT_EQ(FailedThread(again.out), FailedThread(run.out)) << cmd << "\n" << again.out;
-  }
-}
-
-#ifndef RERACE_PY_ROOT
-#define RERACE_PY_ROOT ""
-#endif
-
-// `command` run by the shell as a user pastes it, in the source tree, `rerace` on the PATH and
-// no PYTHONPATH but what the command sets.
-CliRun Pasted(const std::string& command) {
-  const char* bin = std::getenv("RERACE_BIN");
-  const std::string cmd = "cd " + Source(".") + " && unset PYTHONPATH && PATH=" +
-                          std::string(bin ? bin : "build/bin") + ":$PATH; " + command + " 2>&1";
-  CliRun r;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-  const int status = pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
-
-// Issue 28, item 4: a fuzz run of the real code under PYTHONPATH=triton-3.8.0 prints hints that
-// carry it, so that each, pasted as printed, replays Triton 3.8 (not the venv's 3.6) and fails
-// as listed; the saved schedules record it, and one replayed without it is refused with both
-// Tritons named.
-TEST(ReportHints, EngineHintsCarryTheirEnvironment) {
-  const std::string root = RERACE_PY_ROOT;
-  const std::string python = root + "/venv/bin/python";
-  const std::string triton38 = root + "/triton-3.8.0";
-  if (root.empty() || access(python.c_str(), X_OK) != 0 ||
-      access((triton38 + "/.complete").c_str(), F_OK) != 0)
-    GTEST_SKIP() << python << " or " << triton38 << " is missing (tools/scripts/python-envs.sh)";
-  const std::string dir = TempDir("engine-env");
-  const std::string engine = " --engine python --python-exe " + python;
-  const CliRun f = Pasted("PYTHONPATH=" + triton38 +
-                          " rerace fuzz traces/samples/triton-none-h200.rrt --runs 3 --save-failures " +
-                          dir + engine);
-  ASSERT_EQ(f.code, 1) << f.out;
-  EXPECT_TRUE(Has(f.out, "Triton 3.8.0")) << f.out;
-  static const std::regex entry(
-      R"(^  \[[0-9]+\] ([a-z-]+) at .*, first in (.*) in its saved schedule \(found with seed [0-9]+\)$)");
-  std::string code, thread;
-  int replayed = 0;
-  for (const std::string& line : Lines(f.out)) {
-    std::smatch m;
-    if (std::regex_match(line, m, entry)) {
-      code = m[1].str();
-      thread = m[2].str();
-    } else if (line.rfind("      replay: ", 0) == 0) {
-      const std::string hint = line.substr(14);
-      SCOPED_TRACE(hint);
-      ASSERT_EQ(hint.rfind("PYTHONPATH=" + triton38 + " rerace replay ", 0), 0u);
-      const CliRun again = Pasted(hint);
-      EXPECT_EQ(again.code, 1) << again.out;
-      EXPECT_TRUE(Has(again.out, "Triton 3.8.0")) << again.out;
-      EXPECT_EQ(FailedCode(again.out), code) << again.out;
-      EXPECT_EQ(FailedThread(again.out), thread) << again.out;
-      ++replayed;
-    }
-  }
-  EXPECT_GE(replayed, 1);
-  const std::string file = dir + "/triton-none-h200-none-1.sched";
-  const std::string text = Slurp(file);
-  EXPECT_TRUE(Has(text, "# pythonpath: " + triton38 + "\n")) << text;
-  EXPECT_TRUE(Has(text, "Triton 3.8.0")) << text;
-  // Without the PYTHONPATH it was made with: another Triton, refused, both named.
-  const CliRun bare = Pasted("rerace replay traces/samples/triton-none-h200.rrt" + engine +
-                             " --schedule " + file);
-  EXPECT_EQ(bare.code, 64) << bare.out;
-  EXPECT_TRUE(Has(bare.out, "Triton 3.8.0") && Has(bare.out, "Triton 3.6.0")) << bare.out;
-}
-
-// Issue 28: --engine auto says which engine runs and why, in one line: the model for a tuner
-// the real code does not run (rerace's native tuner), for a fix it has no patch for, and when
-// the Python given imports no Triton; the real code when build/py's CPython 3.12 imports the
-// Triton the recording came from (3.6: the recording does not say, as the model takes it), and
-// then its hint replays the engine it chose.
-TEST(ReportEngine, AutoSaysWhichEngineAndWhy) {
-  const std::string triton = SampleTrace("triton-none-h200.rrt");
-  const CliRun native = Rerace("replay " + SampleTrace("native-none-h200.rrt") + " --engine auto --seed 3");
-  EXPECT_EQ(native.out.rfind("engine: model (--engine auto: the recording's tuner is modelled by "
-                             "'native', which the real-code engine does not run",
-                             0),
-            0u)
-      << native.out;
-  EXPECT_TRUE(Has(native.out, "(model native, fix none")) << native.out;
-  // FLA's class: the model, and the way to its real code (the engine runs it when asked)
-  const CliRun fla = Rerace("replay " + SampleTrace("restore-fla-none-h200.rrt") + " --engine auto --seed 3");
-  EXPECT_EQ(fla.out.rfind("engine: model (--engine auto: the recording's tuner is FLA's "
-                          "CachedAutotuner, modelled by 'fla'; --engine python --python-exe PY with "
-                          "FLA importable",
-                          0),
-            0u)
-      << fla.out;
-  // a model named by the user is the reason, not what the recording holds
-  const CliRun named = Rerace("replay " + triton + " --engine auto --model fla --seed 3");
-  EXPECT_EQ(named.out.rfind("engine: model (--engine auto: --model fla names one of rerace's C++ "
-                            "tuner models)",
-                            0),
-            0u)
-      << named.out;
-  const CliRun fix = Rerace("check " + triton + " --engine auto --fix owner-thread --bound 1 --max-runs 2");
-  EXPECT_TRUE(Has(fix.out, "engine: model (--engine auto: the real-code engine has no patch for "
-                           "--fix 'owner-thread')\n"))
-      << fix.out;
-  const CliRun none = Rerace("replay " + triton + " --engine auto --python-exe /bin/false --seed 3");
-  EXPECT_TRUE(Has(none.out, "engine: model (--engine auto: the recording came from Python with "
-                            "Triton 3.6 (the recording does not say; the model's default), but no "
-                            "Python here imports it (/bin/false (no triton))"))
-      << none.out;
-  EXPECT_TRUE(Has(none.out, "(model triton, fix none")) << none.out;
-  const std::string root = RERACE_PY_ROOT;
-  const std::string python = root + "/venv312/bin/python";
-  if (root.empty() || access(python.c_str(), X_OK) != 0)
-    GTEST_SKIP() << python << " is missing (tools/scripts/python-envs.sh)";
-  const CliRun real = Rerace("replay " + triton + " --engine auto --python-exe " + python + " --seed 3");
-  EXPECT_EQ(real.code, 1) << real.out;
-  EXPECT_TRUE(Has(real.out, "engine: python (--engine auto: the recording came from Python with "
-                            "Triton 3.6 (the recording does not say; the model's default), and " +
-                                python + " imports Triton 3.6.0"))
-      << real.out;
-  EXPECT_TRUE(Has(real.out, "(engine python: CPython 3.12")) << real.out;
-  EXPECT_TRUE(Has(real.out, "--engine python --python-exe " + python + " --strategy random --seed 3"))
-      << real.out;
-}
-
-// Issue 28: --engine auto is the default. It chooses per trace (fuzz of a native and a Triton
-// recording runs each under its own engine), every hint names the engine it ran, fuzz runs 100
-// seeds under the real code unless told, and a --patch the model would get is refused.
-TEST(ReportEngine, TheDefaultIsAutoPerTraceAndHintsNameTheEngine) {
-  EXPECT_TRUE(Has(Rerace("replay --help").out, "=auto")) << "the default engine";
-  const std::string native = SampleTrace("native-none-h200.rrt");
-  const CliRun model = Rerace("replay " + native + " --seed 3");
-  EXPECT_EQ(model.code, 1) << model.out;
-  EXPECT_TRUE(Has(model.out, "engine: model (--engine auto: ")) << model.out;
-  EXPECT_TRUE(Has(model.out, "rerace replay " + native + " --engine model --strategy random --seed 3"))
-      << model.out;
-  const std::string patch = Source("tests/data/patches/reach_works.py");
-  const CliRun patched = Rerace("check " + native + " --patch " + patch);
-  EXPECT_EQ(patched.code, 64) << patched.out;
-  EXPECT_TRUE(Has(patched.out, "--patch runs only under the real-code engine, and --engine auto "
-                               "chose the model: the recording's tuner is modelled by 'native'"))
-      << patched.out;
-  EXPECT_EQ(Lines(patched.out).size(), 1u) << patched.out;
-  const std::string root = RERACE_PY_ROOT;
-  if (root.empty() || access((root + "/venv312/bin/python").c_str(), X_OK) != 0)
-    GTEST_SKIP() << root << "/venv312/bin/python is missing (tools/scripts/python-envs.sh)";
-  const std::string triton = SampleTrace("triton-none-h200.rrt");
-  const CliRun dflt = Rerace("replay " + triton + " --seed 3");
-  EXPECT_EQ(dflt.out, Rerace("replay " + triton + " --engine auto --seed 3").out);
-  EXPECT_TRUE(Has(dflt.out, "(engine python: CPython 3.12")) << dflt.out;
-  const CliRun both = Rerace("fuzz " + triton + " " + native + " --failure nargs-none");
-  EXPECT_EQ(both.code, 1) << both.out;
-  EXPECT_TRUE(Has(both.out, "fuzz " + triton + " (engine python, fix none, strategy random, failure "
-                            "nargs-none): 100 runs"))
-      << both.out;
-  EXPECT_TRUE(Has(both.out, "fuzz " + native + " (model native, fix none, strategy random, failure "
-                            "nargs-none): 1000 runs"))
-      << both.out;
-}
-
-// Issue 26, item 6: fuzz --jobs N with the real-code engine (a Python process per job) gives
-// one job's report, byte for byte: text, JSON with races, and every schedule file. Small runs
-// and one failure kind, so that shrinking stays short.
-TEST(ReportFuzz, EngineJobsGiveOneJobsReportsAndScheduleFiles) {
-  const std::string root = RERACE_PY_ROOT;
-  const std::string python = root + "/venv312/bin/python";
-  if (root.empty() || access(python.c_str(), X_OK) != 0)
-    GTEST_SKIP() << python << " is missing (tools/scripts/python-envs.sh)";
-  const std::string t = SampleTrace("triton-none-h200.rrt");
-  std::string text[2], json[2], sched[2];
-  const int jobs[2] = {1, 3};
-  for (int k = 0; k < 2; ++k) {
-    SCOPED_TRACE(jobs[k]);
-    // One folder name for both, so that the text reports compare whole.
-    const std::string dir = ::testing::TempDir() + "/report-engine-jobs-" + std::to_string(getpid());
-    std::filesystem::remove_all(dir);
-    const std::string common = "fuzz " + t + " --engine python --python-exe " + python +
-                               " --runs 5 --failure in-param-not-in-cache --jobs " +
-                               std::to_string(jobs[k]);
-    const CliRun r = Rerace(common + " --save-failures " + dir);
-    ASSERT_EQ(r.code, 1) << r.out;
-    text[k] = r.out;
-    for (int n = 1;; ++n) {
-      const std::string s = Slurp(dir + "/triton-none-h200-none-" + std::to_string(n) + ".sched");
-      if (s.empty()) break;
-      sched[k] += s + "\n----\n";
-    }
-    json[k] = Rerace(common + " --races --json").out;
-    std::filesystem::remove_all(dir);
-  }
-  EXPECT_TRUE(Has(text[0], "in-param-not-in-cache")) << text[0];
-  EXPECT_TRUE(Has(sched[0], "# failure: in-param-not-in-cache")) << sched[0];
-  EXPECT_TRUE(Has(json[0], "\"races\":[{")) << json[0];
-  EXPECT_EQ(text[1], text[0]);
-  EXPECT_EQ(sched[1], sched[0]);
-  EXPECT_EQ(json[1], json[0]);
-}
+using rerace::testing::report::Count;
+using rerace::testing::report::FailedCode;
+using rerace::testing::report::TempDir;
 
 // Items 1 and 2: each saved file is named after the trace, the fix and its place in the
 // listing; its header names the failure listed; fixes saved into one folder do not collide.
@@ -590,33 +272,6 @@ TEST(ReportMerge, SameShardTwiceIsRefusedAndAMissingShardReported) {
   EXPECT_TRUE(Has(Rerace("fuzz --help").out, "with --shard, runs of this shard"));
 }
 
-// Issue 28: races merged from the real code's shards are the races of one run of the same seeds
-// (each shard's labels are its own process's; the merge keys them by text, not by address).
-TEST(ReportMerge, EngineShardsMergeToOneRunsRaces) {
-  const std::string root = RERACE_PY_ROOT;
-  const std::string python = root + "/venv/bin/python";
-  if (root.empty() || access(python.c_str(), X_OK) != 0)
-    GTEST_SKIP() << python << " is missing (tools/scripts/python-envs.sh)";
-  const std::string dir = TempDir("merge-engine");
-  const std::string run = "fuzz --engine python --python-exe " + python + " " +
-                          SampleTrace("synth-h200-shape.rrt") + " --races --json";
-  // the engine's notes go to standard error, which Rerace joins to the report: keep the JSON line
-  for (const char* shard : {"0", "1"}) {
-    const CliRun r = Rerace(run + " --runs 6 --shard " + shard + "/2");
-    ASSERT_EQ(r.code, 1) << r.out;
-    const size_t at = r.out.find("{\"rerace_fuzz\"");
-    ASSERT_NE(at, std::string::npos) << r.out;
-    std::ofstream(dir + "/r" + shard + ".json") << r.out.substr(at, r.out.find('\n', at) - at) << "\n";
-  }
-  const CliRun whole = Rerace(run + " --runs 12");
-  const CliRun merged = Rerace("merge " + dir + "/r0.json " + dir + "/r1.json");
-  EXPECT_GT(Count(whole.out, "\"object\":"), 0u) << whole.out;
-  EXPECT_EQ(Count(merged.out, "\"object\":"), Count(whole.out, "\"object\":")) << merged.out;
-  EXPECT_TRUE(Has(merged.out, "\"engine\":\"python\"")) << merged.out;
-  // the engine's step-ordering objects (gil-warmup FILE:LINE@OFFSET) are no race of the program
-  EXPECT_FALSE(Has(whole.out, "gil-warmup")) << whole.out;
-}
-
 // Item 14: no magic exit codes in the command line's sources: every exit is one of base's
 // named codes (rerace/base/result.h), so an internal error cannot read as "a race was found".
 TEST(ReportExit, CommandLineUsesOnlyNamedExitCodes) {
@@ -637,10 +292,6 @@ TEST(ReportExit, CommandLineUsesOnlyNamedExitCodes) {
     EXPECT_FALSE(std::regex_search(text, m, magic)) << f << ": " << m.str();
   }
 }
-
-}  // namespace
-
-namespace {
 
 // Missing: show demangles kernel names (short by default, in full with --full-names, the raw
 // ones with --mangled) and says, per thread, which tuner it called with which key, and per
@@ -704,10 +355,6 @@ TEST(ReportSchedule, SeedLineOnlyForASeededSchedule) {
     EXPECT_FALSE(Has(text, "# seed: seed")) << text;
   }
 }
-
-}  // namespace
-
-namespace {
 
 // Stale documentation: the help names every strategy classic takes, and cites for call-local
 // what can be checked (an unmerged upstream branch), not an unconfirmed PR number.

@@ -1,0 +1,186 @@
+// tests/tools/report_engine_test.cc: what the reports say of the engine that ran (issues 26
+// and 28): --engine auto names its choice and why, fuzz --jobs under the real code gives one
+// job's reports, and the real code's shards merge to one run's races. The real-code cases need
+// the environments under RERACE_PY_ROOT and skip without them.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "rerace/testing/cli.h"
+#include "report_test.h"
+
+#ifndef RERACE_PY_ROOT
+#define RERACE_PY_ROOT ""
+#endif
+
+namespace {
+
+using rerace::testing::CliRun;
+using rerace::testing::Has;
+using rerace::testing::Lines;
+using rerace::testing::Rerace;
+using rerace::testing::SampleTrace;
+using rerace::testing::Slurp;
+using rerace::testing::Source;
+using rerace::testing::report::Count;
+using rerace::testing::report::TempDir;
+
+// Issue 28: --engine auto says which engine runs and why, in one line: the model for a tuner
+// the real code does not run (rerace's native tuner), for a fix it has no patch for, and when
+// the Python given imports no Triton; the real code when build/py's CPython 3.12 imports the
+// Triton the recording came from (3.6: the recording does not say, as the model takes it), and
+// then its hint replays the engine it chose.
+TEST(ReportEngine, AutoSaysWhichEngineAndWhy) {
+  const std::string triton = SampleTrace("triton-none-h200.rrt");
+  const CliRun native = Rerace("replay " + SampleTrace("native-none-h200.rrt") + " --engine auto --seed 3");
+  EXPECT_EQ(native.out.rfind("engine: model (--engine auto: the recording's tuner is modelled by "
+                             "'native', which the real-code engine does not run",
+                             0),
+            0u)
+      << native.out;
+  EXPECT_TRUE(Has(native.out, "(model native, fix none")) << native.out;
+  // FLA's class: the model, and the way to its real code (the engine runs it when asked)
+  const CliRun fla = Rerace("replay " + SampleTrace("restore-fla-none-h200.rrt") + " --engine auto --seed 3");
+  EXPECT_EQ(fla.out.rfind("engine: model (--engine auto: the recording's tuner is FLA's "
+                          "CachedAutotuner, modelled by 'fla'; --engine python --python-exe PY with "
+                          "FLA importable",
+                          0),
+            0u)
+      << fla.out;
+  // a model named by the user is the reason, not what the recording holds
+  const CliRun named = Rerace("replay " + triton + " --engine auto --model fla --seed 3");
+  EXPECT_EQ(named.out.rfind("engine: model (--engine auto: --model fla names one of rerace's C++ "
+                            "tuner models)",
+                            0),
+            0u)
+      << named.out;
+  const CliRun fix = Rerace("check " + triton + " --engine auto --fix owner-thread --bound 1 --max-runs 2");
+  EXPECT_TRUE(Has(fix.out, "engine: model (--engine auto: the real-code engine has no patch for "
+                           "--fix 'owner-thread')\n"))
+      << fix.out;
+  const CliRun none = Rerace("replay " + triton + " --engine auto --python-exe /bin/false --seed 3");
+  EXPECT_TRUE(Has(none.out, "engine: model (--engine auto: the recording came from Python with "
+                            "Triton 3.6 (the recording does not say; the model's default), but no "
+                            "Python here imports it (/bin/false (no triton))"))
+      << none.out;
+  EXPECT_TRUE(Has(none.out, "(model triton, fix none")) << none.out;
+  const std::string root = RERACE_PY_ROOT;
+  const std::string python = root + "/venv312/bin/python";
+  if (root.empty() || access(python.c_str(), X_OK) != 0)
+    GTEST_SKIP() << python << " is missing (tools/scripts/python-envs.sh)";
+  const CliRun real = Rerace("replay " + triton + " --engine auto --python-exe " + python + " --seed 3");
+  EXPECT_EQ(real.code, 1) << real.out;
+  EXPECT_TRUE(Has(real.out, "engine: python (--engine auto: the recording came from Python with "
+                            "Triton 3.6 (the recording does not say; the model's default), and " +
+                                python + " imports Triton 3.6.0"))
+      << real.out;
+  EXPECT_TRUE(Has(real.out, "(engine python: CPython 3.12")) << real.out;
+  EXPECT_TRUE(Has(real.out, "--engine python --python-exe " + python + " --strategy random --seed 3"))
+      << real.out;
+}
+
+// Issue 28: --engine auto is the default. It chooses per trace (fuzz of a native and a Triton
+// recording runs each under its own engine), every hint names the engine it ran, fuzz runs 100
+// seeds under the real code unless told, and a --patch the model would get is refused.
+TEST(ReportEngine, TheDefaultIsAutoPerTraceAndHintsNameTheEngine) {
+  EXPECT_TRUE(Has(Rerace("replay --help").out, "=auto")) << "the default engine";
+  const std::string native = SampleTrace("native-none-h200.rrt");
+  const CliRun model = Rerace("replay " + native + " --seed 3");
+  EXPECT_EQ(model.code, 1) << model.out;
+  EXPECT_TRUE(Has(model.out, "engine: model (--engine auto: ")) << model.out;
+  EXPECT_TRUE(Has(model.out, "rerace replay " + native + " --engine model --strategy random --seed 3"))
+      << model.out;
+  const std::string patch = Source("tests/data/patches/reach_works.py");
+  const CliRun patched = Rerace("check " + native + " --patch " + patch);
+  EXPECT_EQ(patched.code, 64) << patched.out;
+  EXPECT_TRUE(Has(patched.out, "--patch runs only under the real-code engine, and --engine auto "
+                               "chose the model: the recording's tuner is modelled by 'native'"))
+      << patched.out;
+  EXPECT_EQ(Lines(patched.out).size(), 1u) << patched.out;
+  const std::string root = RERACE_PY_ROOT;
+  if (root.empty() || access((root + "/venv312/bin/python").c_str(), X_OK) != 0)
+    GTEST_SKIP() << root << "/venv312/bin/python is missing (tools/scripts/python-envs.sh)";
+  const std::string triton = SampleTrace("triton-none-h200.rrt");
+  const CliRun dflt = Rerace("replay " + triton + " --seed 3");
+  EXPECT_EQ(dflt.out, Rerace("replay " + triton + " --engine auto --seed 3").out);
+  EXPECT_TRUE(Has(dflt.out, "(engine python: CPython 3.12")) << dflt.out;
+  const CliRun both = Rerace("fuzz " + triton + " " + native + " --failure nargs-none");
+  EXPECT_EQ(both.code, 1) << both.out;
+  EXPECT_TRUE(Has(both.out, "fuzz " + triton + " (engine python, fix none, strategy random, failure "
+                            "nargs-none): 100 runs"))
+      << both.out;
+  EXPECT_TRUE(Has(both.out, "fuzz " + native + " (model native, fix none, strategy random, failure "
+                            "nargs-none): 1000 runs"))
+      << both.out;
+}
+
+// Issue 26, item 6: fuzz --jobs N with the real-code engine (a Python process per job) gives
+// one job's report, byte for byte: text, JSON with races, and every schedule file. Small runs
+// and one failure kind, so that shrinking stays short.
+TEST(ReportFuzz, EngineJobsGiveOneJobsReportsAndScheduleFiles) {
+  const std::string root = RERACE_PY_ROOT;
+  const std::string python = root + "/venv312/bin/python";
+  if (root.empty() || access(python.c_str(), X_OK) != 0)
+    GTEST_SKIP() << python << " is missing (tools/scripts/python-envs.sh)";
+  const std::string t = SampleTrace("triton-none-h200.rrt");
+  std::string text[2], json[2], sched[2];
+  const int jobs[2] = {1, 3};
+  for (int k = 0; k < 2; ++k) {
+    SCOPED_TRACE(jobs[k]);
+    // One folder name for both, so that the text reports compare whole.
+    const std::string dir = ::testing::TempDir() + "/report-engine-jobs-" + std::to_string(getpid());
+    std::filesystem::remove_all(dir);
+    const std::string common = "fuzz " + t + " --engine python --python-exe " + python +
+                               " --runs 5 --failure in-param-not-in-cache --jobs " +
+                               std::to_string(jobs[k]);
+    const CliRun r = Rerace(common + " --save-failures " + dir);
+    ASSERT_EQ(r.code, 1) << r.out;
+    text[k] = r.out;
+    for (int n = 1;; ++n) {
+      const std::string s = Slurp(dir + "/triton-none-h200-none-" + std::to_string(n) + ".sched");
+      if (s.empty()) break;
+      sched[k] += s + "\n----\n";
+    }
+    json[k] = Rerace(common + " --races --json").out;
+    std::filesystem::remove_all(dir);
+  }
+  EXPECT_TRUE(Has(text[0], "in-param-not-in-cache")) << text[0];
+  EXPECT_TRUE(Has(sched[0], "# failure: in-param-not-in-cache")) << sched[0];
+  EXPECT_TRUE(Has(json[0], "\"races\":[{")) << json[0];
+  EXPECT_EQ(text[1], text[0]);
+  EXPECT_EQ(sched[1], sched[0]);
+  EXPECT_EQ(json[1], json[0]);
+}
+
+// Issue 28: races merged from the real code's shards are the races of one run of the same seeds
+// (each shard's labels are its own process's; the merge keys them by text, not by address).
+TEST(ReportMerge, EngineShardsMergeToOneRunsRaces) {
+  const std::string root = RERACE_PY_ROOT;
+  const std::string python = root + "/venv/bin/python";
+  if (root.empty() || access(python.c_str(), X_OK) != 0)
+    GTEST_SKIP() << python << " is missing (tools/scripts/python-envs.sh)";
+  const std::string dir = TempDir("merge-engine");
+  const std::string run = "fuzz --engine python --python-exe " + python + " " +
+                          SampleTrace("synth-h200-shape.rrt") + " --races --json";
+  // the engine's notes go to standard error, which Rerace joins to the report: keep the JSON line
+  for (const char* shard : {"0", "1"}) {
+    const CliRun r = Rerace(run + " --runs 6 --shard " + shard + "/2");
+    ASSERT_EQ(r.code, 1) << r.out;
+    const size_t at = r.out.find("{\"rerace_fuzz\"");
+    ASSERT_NE(at, std::string::npos) << r.out;
+    std::ofstream(dir + "/r" + shard + ".json") << r.out.substr(at, r.out.find('\n', at) - at) << "\n";
+  }
+  const CliRun whole = Rerace(run + " --runs 12");
+  const CliRun merged = Rerace("merge " + dir + "/r0.json " + dir + "/r1.json");
+  EXPECT_GT(Count(whole.out, "\"object\":"), 0u) << whole.out;
+  EXPECT_EQ(Count(merged.out, "\"object\":"), Count(whole.out, "\"object\":")) << merged.out;
+  EXPECT_TRUE(Has(merged.out, "\"engine\":\"python\"")) << merged.out;
+  // the engine's step-ordering objects (gil-warmup FILE:LINE@OFFSET) are no race of the program
+  EXPECT_FALSE(Has(whole.out, "gil-warmup")) << whole.out;
+}
+
+}  // namespace
