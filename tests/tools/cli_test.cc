@@ -104,6 +104,35 @@ TEST(Cli, AClosedStdoutPipeIsExit74) {
   std::remove(err.c_str());
 }
 
+// One corrupt trace among several loses nothing of the others: it is an error of its own in the
+// text, the JSON and the JUnit file (and for merge), and the command still exits with its code.
+TEST(Cli, FuzzKeepsTheOtherTracesResultsWhenOneIsCorrupt) {
+  const std::string dir = ::testing::TempDir() + "/fuzz-bad-" + std::to_string(getpid());
+  std::filesystem::create_directories(dir);
+  const std::string args = "fuzz " + Sample("triton-none-h200.rrt") + " " + Data("bad-magic.rrt") +
+                           " --engine model --runs 10";
+  const CliRun text = Rerace(args);
+  EXPECT_EQ(text.code, 65) << text.out;
+  EXPECT_NE(text.out.find("10 runs, 10 failing"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("bad-magic.rrt: error: "), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("rerace: error: 1 of 2 traces could not be fuzzed"), std::string::npos)
+      << text.out;
+  const CliRun json = Rerace(args + " --json --junit " + dir + "/j.xml 2>/dev/null > " + dir + "/f.json; echo rc=$?");
+  EXPECT_NE(json.out.find("rc=65"), std::string::npos) << json.out;
+  std::ifstream f(dir + "/f.json");
+  const std::string j((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  EXPECT_NE(j.find("\"runs\":10,\"failing\":10"), std::string::npos) << j;
+  EXPECT_NE(j.find("\"error\":\""), std::string::npos) << j;
+  EXPECT_NE(j.find("\"exit_code\":65"), std::string::npos) << j;
+  std::ifstream x(dir + "/j.xml");
+  const std::string xml((std::istreambuf_iterator<char>(x)), std::istreambuf_iterator<char>());
+  EXPECT_NE(xml.find("errors=\"1\""), std::string::npos) << xml;
+  EXPECT_NE(xml.find("<error message="), std::string::npos) << xml;
+  const CliRun merged = Rerace("merge " + dir + "/f.json");
+  EXPECT_EQ(merged.code, 65) << merged.out;
+  std::filesystem::remove_all(dir);
+}
+
 TEST(Cli, UnknownFlagIsExit64) {
   const CliRun r = Rerace("show --no-such-flag x.rrt");
   EXPECT_EQ(r.code, 64);

@@ -40,6 +40,7 @@ int RunMerge(const MergeArgs& a) {
     if (auto w = WriteFileAtomically(a.junit, replay::FuzzJunit(merged->traces)); !w)
       return ReportError(w.error());
   if (!merged->missing.empty()) return ReportError(replay::MissingShardsError(merged->missing));
+  if (merged->error) return ReportError(*merged->error);
   return merged->any_failure ? kExitFound : kExitOk;
 }
 

@@ -62,6 +62,7 @@ FuzzOutput RunFuzzCommand(const FuzzCommand& command) {
   const auto start = std::chrono::steady_clock::now();
   std::vector<FuzzTrace> all;
   bool any = false;
+  std::optional<Error> error;  // the first trace that could not be fuzzed
   const std::vector<std::string> stems = UniqueStems(a.traces);
   const char* pp = std::getenv("PYTHONPATH");
   const std::optional<std::string> pythonpath = pp ? std::optional<std::string>(pp) : std::nullopt;
@@ -71,13 +72,39 @@ FuzzOutput RunFuzzCommand(const FuzzCommand& command) {
     if (pythonpath) setenv("PYTHONPATH", pythonpath->c_str(), 1);
     else unsetenv("PYTHONPATH");
     CommandOptions o = command.options;
+    // One trace that cannot be fuzzed (corrupt, missing, an engine that does not start) among
+    // several: its error is a result of its own, and the others' results are kept.
+    auto skip = [&](const Error& e) -> bool {
+      if (a.traces.size() < 2) return false;
+      FuzzTrace bad;
+      bad.trace = path;
+      bad.fix = o.fix;
+      bad.engine = o.engine == "python" ? "python" : "model";
+      bad.strategy = o.strategy.name;
+      bad.error = e.message;
+      bad.error_code = e.exit_code;
+      if (!o.json) out += Sprintf("fuzz %s: error: %s\n", path.c_str(), e.message.c_str());
+      if (!error) error = e;
+      all.push_back(std::move(bad));
+      Flush(out, o);
+      return true;
+    };
     auto engine_choice = ResolveEngine(path, o, false);
-    if (!engine_choice) return Fail(out, engine_choice.error());
+    if (!engine_choice) {
+      if (skip(engine_choice.error())) continue;
+      return Fail(out, engine_choice.error());
+    }
     auto l = LoadTrace(path, o, out);
-    if (!l) return Fail(out, l.error());
+    if (!l) {
+      if (skip(l.error())) continue;
+      return Fail(out, l.error());
+    }
     Flush(out, o);
     Replayer rep(l->program, l->options);
-    if (auto e = StartEngine(rep, o.notes, engine_choice->note + l->note); !e) return Fail(out, e.error());
+    if (auto e = StartEngine(rep, o.notes, engine_choice->note + l->note); !e) {
+      if (skip(e.error())) continue;
+      return Fail(out, e.error());
+    }
     FuzzTrace ft;
     ft.trace = path;
     ft.fix = o.fix;
@@ -210,6 +237,17 @@ FuzzOutput RunFuzzCommand(const FuzzCommand& command) {
   if (a.options.json) out += Sprintf("%s\n", FuzzJson(all, shard_text).c_str());
   if (!a.junit.empty())
     if (auto w = WriteOutput(a.junit, FuzzJunit(all)); !w) return Fail(out, w.error());
+  if (error) {
+    // The others' results are out (text, JSON, JUnit); the command still ends in the error.
+    Error e = *error;
+    e.message = fmt::format("{} of {} traces could not be fuzzed; the first: {}",
+                            std::count_if(all.begin(), all.end(),
+                                          [](const FuzzTrace& t) { return !t.error.empty(); }),
+                            all.size(), e.message);
+    FuzzOutput failed = Fail(out, e);
+    failed.traces = std::move(all);
+    return failed;
+  }
   FuzzOutput done = Done(out, any ? kExitFound : kExitOk);
   done.traces = std::move(all);
   return done;

@@ -82,6 +82,8 @@ std::string FuzzJson(const std::vector<FuzzTrace>& all, const std::string& shard
     }
     out += "]";
     if (!t.races_json.empty()) out += ",\"races\":" + t.races_json;
+    if (!t.error.empty())
+      out += fmt::format(",\"error\":\"{}\",\"exit_code\":{}", JsonEscape(t.error), t.error_code);
     out += "}";
   }
   return out + "]}";
@@ -90,11 +92,17 @@ std::string FuzzJson(const std::vector<FuzzTrace>& all, const std::string& shard
 std::string FuzzJunit(const std::vector<FuzzTrace>& all) {
   // One test case per trace and fix, and one more per distinct failure (with its seed and
   // schedule in the message), so that a CI page lists each failure on its own line.
-  size_t tests = 0, failures = 0;
+  size_t tests = 0, failures = 0, errors = 0;
   std::string cases;
   for (const FuzzTrace& t : all) {
     const std::string cls = XmlEscape(t.trace);
     ++tests;
+    if (!t.error.empty()) {  // a trace that could not be fuzzed: an error, never a pass
+      ++errors;
+      cases += fmt::format("    <testcase classname=\"{}\" name=\"{}\">\n      <error message=\"{}\"/>\n    </testcase>\n",
+                           cls, XmlEscape(t.Checked()), XmlEscape(t.error));
+      continue;
+    }
     const std::string checked = XmlEscape(t.Checked());
     cases += fmt::format("    <testcase classname=\"{}\" name=\"{} ({} runs, {})\"", cls, checked, t.runs, XmlEscape(t.strategy));
     if (t.failures.empty()) {
@@ -120,8 +128,8 @@ std::string FuzzJunit(const std::vector<FuzzTrace>& all) {
                            cls, checked, XmlEscape(f.signature), XmlEscape(msg), XmlEscape(msg));
     }
   }
-  return fmt::format("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites>\n  <testsuite name=\"rerace fuzz\" tests=\"{}\" failures=\"{}\">\n{}  </testsuite>\n</testsuites>\n",
-                     tests, failures, cases);
+  return fmt::format("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites>\n  <testsuite name=\"rerace fuzz\" tests=\"{}\" failures=\"{}\"{}>\n{}  </testsuite>\n</testsuites>\n",
+                     tests, failures, errors ? fmt::format(" errors=\"{}\"", errors) : "", cases);
 }
 
 std::string CheckJunit(const std::string& trace, const std::string& checked,

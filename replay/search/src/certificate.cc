@@ -11,6 +11,7 @@
 #include <exception>
 #include <map>
 #include <mutex>
+#include <numeric>
 #include <thread>
 
 #include "rerace/sim/explore.h"
@@ -121,12 +122,15 @@ std::vector<uint32_t> WorkerIndices(const Program& p) {
 uint64_t Combinations(uint64_t n, uint64_t k) {
   if (k > n) return 0;
   k = std::min(k, n - k);
-  unsigned __int128 c = 1;
+  uint64_t c = 1;
   for (uint64_t i = 1; i <= k; ++i) {
-    c = c * (n - k + i) / i;
-    if (c > UINT64_MAX) return UINT64_MAX;
+    // c * (n - k + i) / i is exact (c is C(n - k + i - 1, i - 1)); divide first where it can.
+    const uint64_t g = std::gcd(c, i);
+    uint64_t next = 0;
+    if (__builtin_mul_overflow(c / g, (n - k + i) / (i / g), &next)) return UINT64_MAX;
+    c = next;
   }
-  return static_cast<uint64_t>(c);
+  return c;
 }
 
 std::vector<SubsetClass> SymmetryClasses(const Program& p, uint32_t k) {

@@ -127,6 +127,10 @@ Result<MergedFuzz> MergeFuzzResults(const std::vector<std::string>& inputs) {
         m.engine = engine;
         m.patches = patches;
         m.runs += t.at("runs").get<uint64_t>();
+        if (t.contains("error") && m.error.empty()) {
+          m.error = t.at("error").get<std::string>();
+          m.error_code = t.value("exit_code", static_cast<int>(kExitDataError));
+        }
         m.failing += t.at("failing").get<uint64_t>();
         for (const auto& x : t.at("failures")) {
           FuzzFailure ff;
@@ -178,6 +182,7 @@ Result<MergedFuzz> MergeFuzzResults(const std::vector<std::string>& inputs) {
       t.races_json = "[" + fmt::format("{}", fmt::join(list, ",")) + "]";
     }
     result.any_failure |= !t.failures.empty();
+    if (!t.error.empty() && !result.error) result.error = Error{t.error, t.error_code};
     result.traces.push_back(std::move(t));
   }
   std::sort(shards.begin(), shards.end());

@@ -196,9 +196,10 @@ TEST_F(AutoEngine, PassesOverAVenvWithAnotherTriton) {
   auto choice = ResolveEngine(SamplePath("triton-none-h200.rrt"), c, false);
   ASSERT_TRUE(choice.ok()) << choice.error().message;
   EXPECT_NE(c.python_exe, exe);
-  if (c.engine == "model")  // nothing else here imports 3.6: the venv is named with its version
+  if (c.engine == "model") {  // nothing else here imports 3.6: the venv is named with its version
     EXPECT_TRUE(Has(choice->note, exe + " (the active virtual environment) (Triton 3.4.0)"))
         << choice->note;
+  }
 }
 
 }  // namespace

@@ -71,7 +71,9 @@ TEST(SubProgram, KeepsTheNamedWorkersAndTheirCallsOnly) {
   ASSERT_EQ(sub->calls.size(), 2u);
   for (const ThreadProgram& tp : sub->threads)
     for (const Op& op : tp.ops)
-      if (op.kind == Op::Kind::kTunerCall) EXPECT_LT(op.call, sub->calls.size());
+      if (op.kind == Op::Kind::kTunerCall) {
+        EXPECT_LT(op.call, sub->calls.size());
+      }
   // Each kept call is the same call as in the whole program.
   EXPECT_EQ(sub->calls[0].kernel, p.calls[p.threads[1].ops[0].call].kernel);
 }
@@ -227,8 +229,9 @@ TEST(Certify, SameVerdictCountsAndCounterexampleForAnyJobs) {
       EXPECT_EQ(CertificateJson(one), CertificateJson(many));
       EXPECT_EQ(one.failing_threads, many.failing_threads);
       ASSERT_EQ(one.counterexample.has_value(), many.counterexample.has_value());
-      if (one.counterexample)
+      if (one.counterexample) {
         EXPECT_EQ(one.counterexample->run.schedule.Encode(), many.counterexample->run.schedule.Encode());
+      }
     }
     if (std::string(fix) == "none") {
       EXPECT_FALSE(one.complete);

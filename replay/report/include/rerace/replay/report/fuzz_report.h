@@ -45,6 +45,10 @@ struct FuzzTrace {
   uint64_t runs = 0, failing = 0;
   std::vector<FuzzFailure> failures;
   std::string races_json;  // with --races: the campaign's distinct races, a JSON array
+  // A trace that could not be fuzzed (a corrupt trace among others): the one-line error and
+  // its exit code; the other traces' results are kept. "" and 0 otherwise.
+  std::string error;
+  int error_code = 0;
 };
 
 // The order fuzz and merge list failures in: by harm (docs/MODEL.md), then by signature.

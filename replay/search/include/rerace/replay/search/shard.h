@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,7 @@ struct MergedFuzz {
   std::string shard_label;        // "merged 0/2 1/2": the shards given, sorted
   std::vector<std::string> missing;  // shards K/N of a count N given that are not there (64 at most)
   bool any_failure = false;
+  std::optional<Error> error;  // the first trace a fuzz run could not fuzz, with its code
 };
 // Joins `fuzz --json` results. A file that cannot be read is exit 66, one that is not a fuzz
 // result 65, the same file or shard twice 64.
