@@ -115,9 +115,10 @@ const Case kCases[] = {
     // never ran": the lock's verdict stands, and a line says the part is unused here.
     {"a part of a patch the recording never uses", "check --bound 1", "reach_unused_part.py", 0,
      {"verdict: patch reach_unused_part.py (sha256 ", "holds",
-      "patch reach: your Autotuner.run replacement (reach_unused_part.py:14) was entered by 8 of "
-      "8 threads' calls\n",
-      "patch reach: your Autotuner.warmup replacement (reach_unused_part.py:19) was entered by 0 "
+      "patch reach (in the first schedule checked): your Autotuner.run replacement "
+      "(reach_unused_part.py:14) was entered by 8 of 8 threads' calls\n",
+      "patch reach (in the first schedule checked): your Autotuner.warmup replacement "
+      "(reach_unused_part.py:19) was entered by 0 "
       "of 8 threads' calls; no call reached what it replaced either (Autotuner.warmup "
       "(triton/runtime/autotuner.py:",
       "this recording does not use it (the rest of the patch ran)\n"},
@@ -138,8 +139,9 @@ const Case kCases[] = {
     {"check of a reached patch keeps its verdict", "check --bound 1 --max-runs 2",
      "reach_works.py", 3,
      {"verdict: inconclusive",
-      "\npatch reach: your Autotuner.run replacement (reach_works.py:10) was entered by 8 of 8 "
-      "threads' calls\n"},
+      // Under check the reach is that of one schedule, and says so.
+      "\npatch reach (in the first schedule checked): your Autotuner.run replacement "
+      "(reach_works.py:10) was entered by 8 of 8 threads' calls\n"},
      {"patch-not-reached"}},
 };
 
@@ -162,8 +164,8 @@ TEST(PatchReachJunit, TheCaseNamesThePatchTheEngineAndTheReach) {
        {std::string("name=\"patch reach_works.py (sha256 "), std::string("<property name=\"engine\" value=\"python\"/>"),
         std::string("<system-out>verdict: patch reach_works.py (sha256 "),
         std::string("engine: the real tuner code: Python "), std::string(", Triton "),
-        std::string("patch reach: your Autotuner.run replacement (reach_works.py:10) was entered by 8 of 8 "
-                    "threads' calls\n")})
+        std::string("patch reach (in the first schedule checked): your Autotuner.run replacement "
+                    "(reach_works.py:10) was entered by 8 of 8 threads' calls\n")})
     EXPECT_TRUE(Has(xml, s)) << "missing: " << s << "\n" << xml;
 }
 
@@ -354,7 +356,7 @@ TEST(FlaSynthesizedStep, CheckThroughFlasRealRunWithAndWithoutTheLock) {
     EXPECT_EQ(lock.code, 0) << lock.out;
     EXPECT_TRUE(Has(lock.out, "verdict: patch reach_works.py (sha256 ")) << lock.out;
     EXPECT_TRUE(Has(lock.out, ") holds for every schedule of a DPOR search at bound 1 (")) << lock.out;
-    EXPECT_TRUE(Has(lock.out, "patch reach: your Autotuner.run replacement (reach_works.py:10) was "
+    EXPECT_TRUE(Has(lock.out, "patch reach (in the first schedule checked): your Autotuner.run replacement (reach_works.py:10) was "
                               "entered by 3 of 3 threads' calls"))
         << lock.out;
 
@@ -389,7 +391,7 @@ TEST(FlaSynthesizedStep, CheckThroughFlasRealRunWithAndWithoutTheLock) {
     }
     const CliRun reloaded = patched("reach_reloaded.py");
     EXPECT_EQ(reloaded.code, 0) << reloaded.out;
-    EXPECT_TRUE(Has(reloaded.out, "patch reach: your Autotuner.run replacement (reach_reloaded.py:13) "
+    EXPECT_TRUE(Has(reloaded.out, "patch reach (in the first schedule checked): your Autotuner.run replacement (reach_reloaded.py:13) "
                                   "was entered by 3 of 3 threads' calls"))
         << reloaded.out;
   }

@@ -303,7 +303,8 @@ CheckOutput RunCheckCommand(const CheckCommand& command) {
   // a holds) where the patch was entered.
   std::string context = assumed_line;
   if (v.holds)
-    for (const std::string& line : v.reach) context += Sprintf("patch reach: %s\n", line.c_str());
+    for (const std::string& line : v.reach)
+      context += Sprintf("patch reach (in the first schedule checked): %s\n", line.c_str());
   // --failure counts one kind: a verdict without a counterexample of it says what else failed.
   if (!v.counterexample && !v.others.empty())
     context += fmt::format("warning: --failure {} counts only that kind, but these schedules also "
