@@ -250,6 +250,14 @@ TEST_F(HostileEngine, SetUpProblemsAreOneLineWithTheirOwnCodes) {
   const std::string t = SourcePath("traces/samples/triton-none-h200.rrt");
   std::ofstream(dir_ + "/syntax.py") << "x = 1\ndef broken(:\n";
   std::ofstream(dir_ + "/missing_import.py") << "import os\nimport no_such_module_here\n";
+  std::ofstream(dir_ + "/exit_in_run.py")
+      << "import os\nfrom triton.runtime import autotuner\n"
+         "def run(self, *a, **k):\n    os._exit(0)\nautotuner.Autotuner.run = run\n";
+  std::ofstream(dir_ + "/kill_in_run.py")
+      << "import os, signal\nfrom triton.runtime import autotuner\n"
+         "def run(self, *a, **k):\n    os.kill(os.getpid(), signal.SIGKILL)\n"
+         "autotuner.Autotuner.run = run\n";
+  std::ofstream(dir_ + "/exit_at_import.py") << "import os\nos._exit(0)\n";
   struct Case {
     std::string args;
     int code;
@@ -260,6 +268,9 @@ TEST_F(HostileEngine, SetUpProblemsAreOneLineWithTheirOwnCodes) {
       {"replay " + t + " --patch " + dir_ + "/missing_import.py", 65,
        "raised ModuleNotFoundError: No module named 'no_such_module_here' (at " + dir_ + "/missing_import.py:2)"},
       {"replay " + t + " --patch /dev/zero", 66, "--patch /dev/zero: not a regular file"},
+      {"replay " + t + " --seed 1 --patch " + dir_ + "/exit_at_import.py", 65,
+       "ended during the engine's set-up (importing Triton, the tuners' modules and the --patch "
+       "files): it exited with status 0; a patch that ends its process at import"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.args);
@@ -268,6 +279,26 @@ TEST_F(HostileEngine, SetUpProblemsAreOneLineWithTheirOwnCodes) {
     EXPECT_EQ(r.out.rfind("rerace: error: ", 0), 0u) << r.out;
     EXPECT_EQ(r.out.find('\n'), r.out.size() - 1) << r.out;
     EXPECT_NE(r.out.find(c.fragment), std::string::npos) << r.out;
+  }
+  // A patch that ends or kills its process in the middle of a run is the program's doing,
+  // named so (65), never "a bug in rerace" (70); SIGKILL is also the OOM killer's. The engine's
+  // lines come first (it started); the error is the last line.
+  struct Run {
+    std::string patch;
+    std::string fragment;
+  } runs[] = {
+      {"exit_in_run.py", "the program ended the replay process in the middle of a run (exit status 0"},
+      {"kill_in_run.py", "killed by signal 9 (SIGKILL) in the middle of a run"},
+  };
+  for (const Run& c : runs) {
+    SCOPED_TRACE(c.patch);
+    const CliRun r = Rerace("replay " + t + " --seed 1 --patch " + dir_ + "/" + c.patch);
+    EXPECT_EQ(r.code, 65) << r.out;
+    const size_t last = r.out.rfind("\nrerace: error: ");
+    ASSERT_NE(last, std::string::npos) << r.out;
+    EXPECT_EQ(r.out.find('\n', last + 1), r.out.size() - 1) << r.out;
+    EXPECT_NE(r.out.find(c.fragment, last), std::string::npos) << r.out;
+    EXPECT_EQ(r.out.find("internal error"), std::string::npos) << r.out;
   }
   // --python-exe that is not a Python (78), a Python without Triton (69, naming the fix).
   struct Exe {

@@ -237,6 +237,15 @@ void PythonWorld::RunThread(uint32_t t) {
         AddReach(f[1]);
       } else if (op == "x") {
         return;
+      } else if (op == "done") {
+        // The replay child ended before the run did, and not by rerace's way out: the
+        // program's code (a patch's os._exit(0)) ended it.
+        throw EngineError(fmt::format("python engine: the program ended the replay process in "
+                                      "the middle of a run (exit status {}: os._exit, or a C "
+                                      "extension's exit, in a patch or the tuner code); the run "
+                                      "cannot be replayed to its end",
+                                      f.size() > 1 ? f[1] : std::string("?")),
+                          kExitDataError);
       } else if (op == "!") {
         throw EngineError("python engine: " + (f.size() > 1 ? f[1] : std::string("?")));
       } else if (op == "q") {

@@ -114,6 +114,8 @@ class PythonProcess {
   int dump_ = -1;   // faulthandler's stacks on SIGUSR1
   int watchdog_ms_ = 60'000;
   bool ready_ = false;
+  bool started_ = false;      // the interpreter runs the engine (its "started"), set-up under way
+  bool has_patches_ = false;  // --patch files are imported in the set-up
   std::string token_;
   std::string buf_;
   std::string info_;

@@ -186,7 +186,12 @@ Result<std::unique_ptr<PythonProcess>> PythonProcess::Start(const Program& p,
   cfg["allow_recorded_patch"] = o.allow_recorded_patch;
   try {
     py->Send(cfg.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
-    const std::string first = py->Read();
+    py->has_patches_ = !o.patches.empty();
+    std::string first = py->Read();
+    if (first == "started") {
+      py->started_ = true;
+      first = py->Read();
+    }
     const auto f = SplitTabs(first);
     if (f[0] == "ready" && f.size() == 2) {
       py->info_ = f[1];

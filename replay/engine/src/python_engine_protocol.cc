@@ -116,6 +116,16 @@ std::string PythonProcess::Read() {
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
       const std::string how = EndGroup(kQuitWaitMs);
+      if (!ready_ && started_)
+        // The engine ran: what its set-up imports ended the process.
+        throw EngineError(fmt::format("the Python process ended during the engine's set-up "
+                                      "(importing Triton, the tuners' modules{}): {}{}",
+                                      has_patches_ ? " and the --patch files" : "",
+                                      how.empty() ? "it closed its output" : how,
+                                      has_patches_ ? "; a patch that ends its process at import "
+                                                     "(os._exit, sys.exit) does this"
+                                                   : " (its messages are above)"),
+                          has_patches_ ? kExitDataError : kExitInternal);
       if (!ready_)
         throw EngineError(fmt::format("it ended without starting rerace's engine ({}): is it a "
                                       "Python 3.8 or later? (its messages are above)",

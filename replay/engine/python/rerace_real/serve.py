@@ -31,6 +31,7 @@ This module is the process's main loop (``main``) and its framing on the channel
 
 import json
 import os
+import signal
 import sys
 import traceback
 
@@ -38,6 +39,13 @@ from . import child, control, watchdog
 # Re-exported: the tests and tools/scripts/engine-floor.py use them from here.
 from .child import _program_frame, _replay_call  # noqa: F401
 from .engine_setup import Setup, SetupError
+
+
+def _signal_name(sig):
+    try:
+        return signal.Signals(sig).name
+    except ValueError:
+        return "signal %d" % sig
 
 
 def _send(wfd, *fields):
@@ -78,6 +86,9 @@ def main():
     try:
         cfg = json.loads(line)
         control.set_token(cfg.get("token", ""))
+        # This interpreter runs the engine: a process that ends from here on, before "ready",
+        # was ended by what the set-up imports (Triton, the tuners' modules, the patches).
+        _send(wfd, "started")
         setup = Setup(cfg)
         setup.start()
     except SetupError as e:
@@ -116,8 +127,14 @@ def main():
             os._exit(6)
         _, status = os.waitpid(pid, 0)
         if os.WIFSIGNALED(status):
-            _send(wfd, "!", "the replay child died of signal %d" % os.WTERMSIG(status))
-            _send(wfd, "done", 128 + os.WTERMSIG(status))
+            # Not rerace's way out either: the program's code (a patch's os.kill, a C extension)
+            # or the system (the kernel's out-of-memory killer sends SIGKILL) ended the run.
+            sig = os.WTERMSIG(status)
+            _send(wfd, "q", "the replay process was killed by signal %d (%s) in the middle of a "
+                  "run: a patch or the tuner code that kills its process (os.kill, a crash in a C "
+                  "extension), or the kernel's out-of-memory killer (SIGKILL); the run cannot be "
+                  "replayed to its end" % (sig, _signal_name(sig)))
+            _send(wfd, "done", 128 + sig)
         else:
             code = os.WEXITSTATUS(status)
             if code in _OWN_EXITS:
