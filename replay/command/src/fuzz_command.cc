@@ -176,6 +176,12 @@ FuzzOutput RunFuzzCommand(const FuzzCommand& command) {
       ft.failures.push_back(std::move(x));
     }
     if (progress && a.progress_done) a.progress_done();
+    const auto unshrunk = std::count_if(campaign->failures.begin(), campaign->failures.end(),
+                                        [](const CampaignFailure& c) { return c.shrunk.stopped; });
+    if (unshrunk > 0)
+      o.notes(fmt::format("note: {}: {} of {} distinct failures were not shrunk: the --time budget "
+                          "ran out (their schedules are their seeds' runs)\n",
+                          path, unshrunk, campaign->failures.size()));
     any |= !ft.failures.empty();
     // Listed by harm (docs/MODEL.md: silent corruption, crashes, deadlocks, the step bound),
     // then by signature; the files are numbered as listed.

@@ -143,6 +143,9 @@ void Record(Shared& s, Worker& w, Chunk& chunk, uint64_t run, uint64_t seed,
   }
 }
 
+// Under a time budget (--time), the share of it the runs take; shrinking has the rest.
+constexpr double kRunsShare = 0.8;
+
 void Work(Shared& s, Worker& w, Replayer& rep, const std::function<void()>& tick) {
   const CampaignOptions& o = *s.o;
   const bool timed = o.seconds > 0;
@@ -157,7 +160,8 @@ void Work(Shared& s, Worker& w, Replayer& rep, const std::function<void()>& tick
     Chunk chunk;
     chunk.index = c;
     for (uint64_t i = begin; i < end && i <= s.stop_at.load(); ++i) {
-      if (timed && i > 0 && (s.time_up.load() || elapsed() >= o.seconds)) {
+      // The runs take the first kRunsShare of a time budget; shrinking what they found, the rest.
+      if (timed && i > 0 && (s.time_up.load() || elapsed() >= kRunsShare * o.seconds)) {
         s.time_up.store(true);
         break;
       }
@@ -211,7 +215,15 @@ Result<CampaignResult> RunCampaign(Replayer& replayer, const CampaignOptions& o,
   auto shrink = [&](Replayer& rep) {
     for (size_t i = next_shrink.fetch_add(1); i < to_shrink.size(); i = next_shrink.fetch_add(1)) {
       Kept& k = *to_shrink[i];
-      k.failure.shrunk = ShrinkTo(rep, k.run, k.failure.finding);
+      // Under a time budget, shrinking counts against it too: a failure the budget leaves
+      // unshrunk keeps its seed's run (and says so).
+      std::function<bool()> stop;
+      if (o.seconds > 0)
+        stop = [&] {
+          return std::chrono::duration<double>(std::chrono::steady_clock::now() - o.start)
+                     .count() >= o.seconds;
+        };
+      k.failure.shrunk = ShrinkTo(rep, k.run, k.failure.finding, stop);
     }
   };
   auto merge = [&]() noexcept {

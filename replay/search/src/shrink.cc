@@ -47,7 +47,8 @@ Shrunk ShrinkFailure(Replayer& replayer, const ReplayResult& failing, const std:
   return ShrinkTo(replayer, failing, *target);
 }
 
-Shrunk ShrinkTo(Replayer& replayer, const ReplayResult& failing, const Finding& target) {
+Shrunk ShrinkTo(Replayer& replayer, const ReplayResult& failing, const Finding& target,
+                const std::function<bool()>& stop) {
   Shrunk s;
   s.result = failing;
   s.preemptions_before = s.preemptions_after = PreemptionsUpTo(failing);
@@ -57,6 +58,10 @@ Shrunk ShrinkTo(Replayer& replayer, const ReplayResult& failing, const Finding& 
   const std::vector<sim::ThreadId> full = failing.run.schedule.Expand();
   const size_t limit = std::min<size_t>(full.size(), s.steps_before + 1);
   for (size_t k = 0; k <= limit; ++k) {
+    if (stop && stop()) {
+      s.stopped = true;
+      break;
+    }
     PrefixThenRun strategy(std::vector<sim::ThreadId>(full.begin(), full.begin() + static_cast<std::ptrdiff_t>(k)));
     ReplayResult r = replayer.Run(strategy);
     ++s.tries;

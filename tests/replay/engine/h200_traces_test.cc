@@ -130,5 +130,23 @@ TEST(H200Traces, ShrinkingKeepsTheFailureWithFewerPreemptions) {
   EXPECT_EQ(rep.Run(again).findings.front().code, r.findings.front().code);
 }
 
+// A time budget stops shrinking where it is (fuzz --time counts shrinking against its budget):
+// the failure keeps its seed's run, and the shrink says it was stopped.
+TEST(H200Traces, ShrinkingStopsWhenAskedAndKeepsTheRun) {
+  const Program p = Load("triton-none-h200.rrt");
+  Replayer rep(p, Fixed("tls-nargs"));
+  sim::RandomWalk rw(1);
+  const ReplayResult r = rep.Run(rw);
+  ASSERT_TRUE(r.failed());
+  int asked = 0;
+  const Shrunk s = ShrinkTo(rep, r, r.findings.front(), [&] { return ++asked > 3; });
+  EXPECT_TRUE(s.stopped);
+  EXPECT_EQ(s.tries, 3u);
+  EXPECT_EQ(s.result.run.schedule.Encode(), r.run.schedule.Encode());
+  const Shrunk whole = ShrinkTo(rep, r, r.findings.front(), [] { return false; });
+  EXPECT_FALSE(whole.stopped);
+  EXPECT_LT(whole.preemptions_after, whole.preemptions_before);
+}
+
 }  // namespace
 }  // namespace rerace::replay

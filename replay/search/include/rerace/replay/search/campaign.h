@@ -50,7 +50,9 @@ struct CampaignOptions {
   uint64_t offset = 0;  // --shard K/N: K
   uint64_t stride = 1;  // --shard K/N: N
   uint64_t runs = 1000;
-  double seconds = 0;   // > 0: a time budget instead of `runs` (at least one run)
+  double seconds = 0;   // > 0: a time budget instead of `runs` (at least one run); the runs
+                        // take 80% of it, shrinking what they found the rest (fuzz --time)
+                        // take 80% of it, shrinking what they found the rest
   std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();  // it counts from
   std::string target;   // --failure KIND[@WHERE]; empty: any finding
   bool races = false;   // collect the runs' races and findings

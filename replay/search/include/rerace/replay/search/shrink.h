@@ -9,6 +9,8 @@
 // Deterministic; single-threaded.
 #pragma once
 
+#include <functional>
+
 #include "rerace/replay/engine/replay.h"
 #include "rerace/replay/report/report.h"
 
@@ -22,6 +24,9 @@ struct Shrunk {
   // Whether `result`'s first failure is the one asked for (false only when that failure was
   // not the first in `failing` and no shorter prefix made it first: `result` is then `failing`).
   bool first_matches = true;
+  // Whether `stop` ended the search before it was done (a time budget): `result` is then the
+  // shortest found so far, or `failing`.
+  bool stopped = false;
 };
 
 // Shrinks towards the first finding of `kind` in `failing` (its first finding when `kind` is
@@ -29,7 +34,10 @@ struct Shrunk {
 // `--failure KIND` asks for.
 Shrunk ShrinkFailure(Replayer& replayer, const ReplayResult& failing, const std::string& kind = "");
 // The first finding of `code` at `where` in `failing`, made the first failure where a prefix can.
-Shrunk ShrinkTo(Replayer& replayer, const ReplayResult& failing, const Finding& target);
+// `stop`, when given, is asked before each try; true ends the search where it is (fuzz --time:
+// the budget is the command's, shrinking included).
+Shrunk ShrinkTo(Replayer& replayer, const ReplayResult& failing, const Finding& target,
+                const std::function<bool()>& stop = {});
 std::string DescribeShrink(const Shrunk& s);
 
 }  // namespace rerace::replay
