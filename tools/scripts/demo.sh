@@ -29,6 +29,8 @@ for fix in none tls-nargs lock-run call-local lock-key-future prewarm owner-thre
   say rerace check "$trace" --fix "$fix" "| grep -E 'verdict|FAILED|cost|Error'"
   "$rerace" check "$trace" --fix "$fix" | grep -E 'verdict|FAILED|cost|^  [A-Z][a-zA-Z]*Error'
 done
+say rerace check "$trace" --fix lock-run --threads 3 "| grep -E '^verdict' | cut -c1-150   # a certificate: every interleaving of any 3 of the 8 threads"
+"$rerace" check "$trace" --fix lock-run --threads 3 2>/dev/null | grep -E '^verdict' | cut -c1-150
 native=traces/samples/native-none-h200.rrt
 say rerace replay "$native" --recorded "| grep -E 'FAILED|summary|also: in-param' | head -3   # rerace's C++ training step, recorded on the H200"
 "$rerace" replay "$native" --recorded | grep -E '^FAILED|^summary|^also: in-param' | head -3
@@ -52,15 +54,16 @@ if [ -x "$py" ]; then
     "$rerace" fuzz "$trace" --engine python --python-exe "$py" --fix "$fix" --runs 20 2>/dev/null | grep -E 'runs,|^  \[1\]'
   done
   patched=traces/samples/triton-lock-run-patched-h200.rrt
-  say rerace replay "$patched" "   # a recording of a patched program: the model will not check stock code for it"
+  say rerace replay "$patched" "   # a recording of a patched program: the engine runs the patch the recording names (here rerace's own lock_run), never stock code in its place"
   "$rerace" replay "$patched" 2>&1 | cut -c1-160
 else
   echo "demo: $py is missing (tools/scripts/python-envs.sh): the real-code engine's part is skipped"
 fi
 echo
 echo "demo: the H200's verdicts, reproduced on a CPU from one recorded step: unpatched fails"
-echo "demo: (KeyError: 'y_ptr' in the same 7 of 8 threads), thread-local nargs (triton issue"
-echo "demo: 11494) still fails, a lock around Autotuner.run holds. The native C++ step (8 real"
+echo "demo: (a silent wrong-restore first, then KeyError: 'y_ptr' in the same 7 of 8 threads as on"
+echo "demo: the GPU), thread-local nargs (triton issue 11494) still fails, a lock around"
+echo "demo: Autotuner.run holds, for every interleaving of any 3 threads. The native C++ step (8 real"
 echo "demo: runs per fix, docs/FIDELITY.md) agrees: tls-nargs and lock-key-future fail, lock-run holds."
 echo "demo: FLA's CachedAutotuner on the H200 raised TypeError in 7 of 8 threads and left every y"
 echo "demo: wrong; rerace reproduces the 7 from the recording; tls-nargs fails there too, lock-run holds."

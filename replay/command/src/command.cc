@@ -57,7 +57,21 @@ Result<LoadedTrace> LoadTrace(const std::string& path, const CommandOptions& c, 
   bool recorded_locks = false;
   for (const ThreadProgram& t : program->threads)
     for (const Op& op : t.ops) recorded_locks |= op.kind == Op::Kind::kLockAcquire;
-  const size_t serial = recorded_locks ? 0 : SerialCalls(*program).size();
+  // Nor one whose patches run: their own locks (re-executed) may be what ordered the calls.
+  const bool runs_patches = !c.patches.empty() || !PatchedParts(*program).empty();
+  // Said only where the threads' first calls did not all overlap (a serial warm-up, a main
+  // thread's call before the workers start): later calls of many also miss each other by chance.
+  size_t serial = 0;
+  if (!recorded_locks && !runs_patches) {
+    std::set<uint32_t> first;
+    for (const ThreadProgram& t : program->threads)
+      for (const Op& op : t.ops)
+        if (op.kind == Op::Kind::kTunerCall) {
+          first.insert(op.call);
+          break;
+        }
+    for (const auto& [a, b] : SerialCalls(*program)) serial += first.count(a) && first.count(b);
+  }
   if (c.order_from_timing) {
     OrderFromTiming(*program);
   } else if (serial != 0) {
@@ -66,8 +80,9 @@ Result<LoadedTrace> LoadTrace(const std::string& path, const CommandOptions& c, 
     // the engine's line.
     const std::string note = fmt::format(
         "note: this recording holds no synchronization of the program: calls it ordered may be "
-        "replayed as concurrent ({} time{} a thread's call began after another thread's call had "
-        "ended); --order-from-timing keeps calls that never overlapped in their recorded order\n",
+        "replayed as concurrent ({} time{} a thread's first call began after another thread's "
+        "first call had ended); --order-from-timing keeps calls that never overlapped in their "
+        "recorded order\n",
         serial, serial == 1 ? "" : "s");
     order_note = note;
   }
