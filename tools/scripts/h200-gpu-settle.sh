@@ -108,9 +108,17 @@ replay_and_check() {
     fla) pp="PYTHONPATH=$root/build/py/fla-core-$FLA_VERSION " ;;
   esac
   [ -z "$replay_dir" ] && pp=""
+  # The real code's interpreter: python3 on the GPU machine; on a CPU (--replay-only) build/py's
+  # CPython 3.12 for 3.6, and for 3.8/3.9 the CPython 3.11 venv their build/py wheels are for
+  # (the tag says which, since the GIL's switch points differ between the two).
+  local pyx=python3 pytag=""
+  if [ -n "$replay_dir" ]; then
+    pyx=$root/build/py/venv312/bin/python pytag=" (CPython 3.12)"
+    case $rel in 3.8|3.9|fla) pyx=$root/build/py/venv/bin/python pytag=" (CPython 3.11)" ;; esac
+  fi
   for e in $modes; do
-    local eng="--model $m" tag="model $m"
-    [ "$e" = python ] && eng="--engine python --runs $ENGINE_RUNS --max-runs $ENGINE_RUNS" tag="engine"
+    local eng="--model $m --engine model" tag="model $m"
+    [ "$e" = python ] && eng="--engine python --python-exe $pyx --runs $ENGINE_RUNS --max-runs $ENGINE_RUNS" tag="engine$pytag"
     # --recorded follows the recorded order with the model alone (the engine refuses it).
     [ "$e" = model ] && sh_run "echo \"== verdict $rel $tag recorded: \$(${pp}timeout 300 '$bin/rerace' replay --recorded $eng '$f' 2>&1 | grep -E '^(summary|FAILED|ok)' | head -3 | tr '\\n' ' ')\" | tee -a '$verdicts'"
     for fix in $FIXES; do

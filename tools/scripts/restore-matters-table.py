@@ -19,7 +19,7 @@ import os
 import re
 import sys
 
-VERDICT = re.compile(r"^== verdict (\S+) (model \S+|engine) fix=(\S+): (.*)$")
+VERDICT = re.compile(r"^== verdict (\S+) (model \S+|engine(?: \([^)]*\))?) fix=(\S+): (.*)$")
 
 
 def load_trials(lines):
@@ -63,7 +63,7 @@ def load_verdicts(lines):
     for line in lines:
         m = VERDICT.match(line.rstrip("\n"))
         if m:
-            out[(m.group(1), "engine" if m.group(2) == "engine" else "model", m.group(3))] = short_verdict(m.group(4))
+            out[(m.group(1), "engine" if m.group(2).startswith("engine") else "model", m.group(3))] = short_verdict(m.group(4))
     return out
 
 

@@ -5,6 +5,9 @@
 #include "rerace/replay/report/recorded.h"
 
 #include <gtest/gtest.h>
+#include <cstdio>
+#include <unistd.h>
+#include <set>
 
 #include <algorithm>
 #include <cstdlib>
@@ -93,6 +96,42 @@ INSTANTIATE_TEST_SUITE_P(Samples, EveryRecording, ::testing::ValuesIn(SampleFile
                                            [](char ch) { return !std::isalnum(ch); }, '_');
                            return n;
                          });
+
+// The in-place kernel's unpatched step on an H100 (traces/samples/restore/, xz): Triton 3.6's
+// autotuner, and 3.8's and 3.9's over 3.6's compiler (their models: the metadata names the
+// installed 3.6). The recorded order reproduces every worker's exception, and on 3.6 the wrong
+// restores the GPU read back in 4 threads' `y` (docs/FIDELITY.md, "A restore that matters").
+TEST(RecordedComparison, TheRestoreRecordingsReproduceTheirWorkers) {
+  if (std::system("xz --version >/dev/null 2>&1") != 0) GTEST_SKIP() << "xz is not installed";
+  const std::pair<const char*, const char*> cases[] = {
+      {"3.6", "triton"}, {"3.8", "triton-3.8"}, {"3.9", "triton-3.9"}};
+  for (const auto& [release, model] : cases) {
+    SCOPED_TRACE(release);
+    const std::string xz = testing::SamplePath(std::string("restore/restore-") + release + "-none-h100.rrt.xz");
+    const std::string path = ::testing::TempDir() + "/restore-" + release + "-" +
+                             std::to_string(getpid()) + ".rrt";
+    ASSERT_EQ(std::system(("xz -dc '" + xz + "' > '" + path + "'").c_str()), 0) << xz;
+    auto t = traces::ReadTrace(path);
+    ASSERT_TRUE(t.ok()) << t.error().message;
+    auto p = BuildProgram(*t, path);
+    ASSERT_TRUE(p.ok()) << p.error().message;
+    ReplayOptions o;
+    o.model = model;
+    Replayer rep(*p, o);
+    const ReplayResult r = rep.RunRecorded();
+    const RecordedComparison c = CompareRecorded(r, *p);
+    EXPECT_EQ(r.left_recording, 0u);
+    EXPECT_TRUE(c.matches()) << FormatRecordedComparison(c);
+    EXPECT_EQ(c.workers.size(), 8u);
+    if (std::string(release) == "3.6") {
+      std::set<uint32_t> wrong;
+      for (const Finding& f : r.findings)
+        if (f.code == "wrong-restore") wrong.insert(f.thread);
+      EXPECT_EQ(wrong.size(), 4u);
+    }
+    std::remove(path.c_str());
+  }
+}
 
 TEST(RecordedComparison, SeesTheSamplesFolder) {
   // The recordings of issues 6, 7, 10 and 14 at least.
