@@ -15,8 +15,8 @@ export NO_PROGRESS=1 NO_COLOR=1
 echo "| engine | fix | K | verdict | classes (combinations) | certificate runs | seconds |"
 echo "|---|---|---|---|---|---|---|"
 for engine in model python; do
-  ks=${KS_MODEL:-2 3 4}; extra=(--engine model)
-  [ "$engine" = python ] && { ks=${KS_PYTHON:-2 3}; extra=(--engine python --python-exe "$py"); }
+  ks=${KS_MODEL-2 3 4}; extra=(--engine model)
+  [ "$engine" = python ] && { ks=${KS_PYTHON-2 3}; extra=(--engine python --python-exe "$py"); }
   for fix in $fixes; do
     for k in $ks; do
       start=$(date +%s%N)
