@@ -63,7 +63,8 @@ test-sanitize: build-asan
 # ThreadSanitizer over the recorder's buffers and writer, the native autotuner (the code that
 # runs on the recorded program's threads), the fiber scheduler (sim/src/fiber.cc tells TSan of
 # every switch: each fiber is a TSan fiber) and `fuzz --jobs`, whose worker threads each run
-# schedulers of their own (Campaign.*, and the CLI's jobs test through a TSan rerace).
+# schedulers of their own (Campaign.*; and check --threads --jobs's, Certify.*; and the CLI's jobs
+# test through a TSan rerace).
 # Left out here: long single-threaded searches (140 s under TSan for the bounded-DPOR one); the
 # plain, ASan and UBSan runs of make test and test-sanitize run them.
 TSAN_SIM_SLOW = Explore.DporReachesEveryOutcomeTheNaiveSearchReaches:Explore.BoundedDporCountsTheRacesTheBoundCutAndWithoutCutsReachesEveryOutcome:Strategies.SurwSamplesInterleavingsUniformly:ClassicBugs.PctFindsEachBugAtLeastAsOftenAsItsBound
@@ -83,7 +84,7 @@ test-tsan: build-tsan
 	TSAN_OPTIONS=halt_on_error=1 build-tsan/tests/kernels_test --gtest_filter='Autotuner.*'
 	TSAN_OPTIONS=halt_on_error=1 build-tsan/tests/sim_test --gtest_filter='-$(TSAN_SIM_SLOW)'
 	RERACE_SOURCE=$(CURDIR) RERACE_BIN=$(CURDIR)/build-tsan/bin TSAN_OPTIONS=halt_on_error=1 \
-	  build-tsan/tests/replay_test --gtest_filter='Campaign.*'
+	  build-tsan/tests/replay_test --gtest_filter='Campaign.*:Certify.*'
 	RERACE_SOURCE=$(CURDIR) RERACE_BIN=$(CURDIR)/build-tsan/bin TSAN_OPTIONS=halt_on_error=1 \
 	  build-tsan/tests/cli_test --gtest_filter='CliCi.FuzzJobs*'
 
