@@ -1,7 +1,8 @@
 """The team's race tests for the recorded training step (step.rrt: 8 threads calling one
 Triton autotuner, recorded on an H200; replayed here on any machine, no GPU).
 
-The `rerace` fixture comes from rerace's pytest plugin (installed with `pip install rerace`);
+The `rerace` fixture comes from rerace's pytest plugin, installed with rerace itself (`pip install
+.` in a rerace checkout, or a wheel built from one: no package index serves rerace; docs/INSTALL.md);
 `check(..., patch=...)` runs the real Triton code of this interpreter with the patch applied,
 under rerace's scheduler, and searches the thread interleavings for a failure."""
 from pathlib import Path
