@@ -300,6 +300,14 @@ TEST_F(HostileEngine, SetUpProblemsAreOneLineWithTheirOwnCodes) {
     EXPECT_NE(r.out.find(c.fragment, last), std::string::npos) << r.out;
     EXPECT_EQ(r.out.find("internal error"), std::string::npos) << r.out;
   }
+  // An engine switch set to a value it does not take is a usage error naming the variable, not
+  // silently the default.
+  for (const char* env : {"RERACE_GIL_TRACER=settace", "RERACE_ENGINE_THREADS=green"}) {
+    SCOPED_TRACE(env);
+    const CliRun r = Rerace("replay " + t + " --seed 1", env);
+    EXPECT_EQ(r.code, 64) << r.out;
+    EXPECT_NE(r.out.find(std::string(env) + ": neither "), std::string::npos) << r.out;
+  }
   // --python-exe that is not a Python (78), a Python without Triton (69, naming the fix).
   struct Exe {
     std::string exe;

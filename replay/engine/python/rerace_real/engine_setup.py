@@ -194,6 +194,11 @@ class Setup:
         want = os.environ.get("RERACE_ENGINE_THREADS", "")
         if want not in ("", "os", "greenlet"):
             raise SetupError("RERACE_ENGINE_THREADS=%s: neither os nor greenlet" % want, kind="usage")
+        # A misspelt tracer would be ignored and the default tracer run: said instead.
+        tracer = os.environ.get("RERACE_GIL_TRACER", "")
+        if tracer not in ("", "settrace", "monitoring"):
+            raise SetupError("RERACE_GIL_TRACER=%s: neither settrace nor monitoring" % tracer,
+                             kind="usage")
         self.info["threads"] = "os"
         if want == "os":
             return
