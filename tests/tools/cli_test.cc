@@ -339,6 +339,13 @@ TEST(CliCi, ShardAutoReadsTheJobIndex) {
   EXPECT_EQ(Rerace("fuzz --engine model " + t + " --shard auto").code, 64);
   EXPECT_EQ(Rerace("fuzz --engine model " + t + " --shard 4/4").code, 64);
   EXPECT_EQ(Rerace("fuzz --engine model " + t + " --shard x").code, 64);
+  // A bad value in the environment is named with the variable it came from.
+  const CliRun bad = Rerace("fuzz --engine model " + t + " --shard auto",
+                            "env -u JOB_COMPLETION_INDEX -u SLURM_ARRAY_TASK_COUNT SLURM_ARRAY_TASK_ID=7 RERACE_SHARDS=4");
+  EXPECT_EQ(bad.code, 64) << bad.out;
+  EXPECT_NE(bad.out.find("(K from SLURM_ARRAY_TASK_ID='7', N from RERACE_SHARDS='4'): expected 0 <= K < N"),
+            std::string::npos)
+      << bad.out;
 }
 
 TEST(CliCi, JunitOfAFuzzRunNamesEachDistinctFailure) {

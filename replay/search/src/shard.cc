@@ -38,17 +38,23 @@ bool IsCount(const std::string& text, uint64_t min, uint64_t max) {
 Result<Shard> ParseShard(const std::string& s) {
   if (s.empty()) return Shard{};
   std::string spec = s;
+  std::string from;  // --shard auto: which variables gave K and N, for an error that names them
   if (spec == "auto" || spec.rfind("auto/", 0) == 0) {
-    const char* idx = std::getenv("JOB_COMPLETION_INDEX");
-    if (!idx || !*idx) idx = std::getenv("SLURM_ARRAY_TASK_ID");
-    const char* cnt = std::getenv("SLURM_ARRAY_TASK_COUNT");
-    if (!cnt || !*cnt) cnt = std::getenv("RERACE_SHARDS");
+    const char* idx_name = "JOB_COMPLETION_INDEX";
+    const char* idx = std::getenv(idx_name);
+    if (!idx || !*idx) idx = std::getenv(idx_name = "SLURM_ARRAY_TASK_ID");
+    const char* cnt_name = "SLURM_ARRAY_TASK_COUNT";
+    const char* cnt = std::getenv(cnt_name);
+    if (!cnt || !*cnt) cnt = std::getenv(cnt_name = "RERACE_SHARDS");
     std::string count = spec.size() > 5 ? spec.substr(5) : (cnt ? cnt : "");
     if (!idx || !*idx || count.empty())
       return Error{"--shard auto: the index comes from JOB_COMPLETION_INDEX or SLURM_ARRAY_TASK_ID "
                    "and the count from SLURM_ARRAY_TASK_COUNT, RERACE_SHARDS or --shard auto/N; "
                    "some are not set",
                    kExitUsage};
+    from = fmt::format(" (K from {}='{}', N from {})", idx_name, idx,
+                       spec.size() > 5 ? std::string("--shard auto/N")
+                                       : fmt::format("{}='{}'", cnt_name, count));
     spec = std::string(idx) + "/" + count;
   }
   Shard sh;
@@ -63,10 +69,10 @@ Result<Shard> ParseShard(const std::string& s) {
     sh.count = std::stoull(spec.substr(slash + 1), &b);
     if (a != slash || b != spec.size() - slash - 1) throw 0;
   } catch (...) {
-    return Error{fmt::format("--shard '{}': expected K/N (0 <= K < N) or auto", s), kExitUsage};
+    return Error{fmt::format("--shard '{}'{}: expected K/N (0 <= K < N) or auto", s, from), kExitUsage};
   }
   if (sh.count == 0 || sh.index >= sh.count)
-    return Error{fmt::format("--shard '{}': expected 0 <= K < N", s), kExitUsage};
+    return Error{fmt::format("--shard '{}'{}: expected 0 <= K < N", s, from), kExitUsage};
   return sh;
 }
 
