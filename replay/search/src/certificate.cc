@@ -10,7 +10,6 @@
 #include <chrono>
 #include <exception>
 #include <map>
-#include <mutex>
 #include <numeric>
 #include <thread>
 
