@@ -65,7 +65,16 @@ StackPool::StackPool(size_t size) {
 }
 
 StackPool::~StackPool() {
-  for (void* bottom : all_) munmap(static_cast<char*>(bottom) - PageSize(), size_ + PageSize());
+  for (void* bottom : all_) {
+#ifdef RERACE_ASAN
+    // ASan (clang 14) keeps a region's shadow across munmap: the next mmap at this address (a
+    // later Scheduler's own pool) would inherit the poison left by frames that never ran their
+    // epilogues, and a fresh fiber's first frames read as stack-use-after-scope (make fuzz,
+    // replay_fuzz, one input in a few thousand, depending on which inputs ran before).
+    __asan_unpoison_memory_region(bottom, size_);
+#endif
+    munmap(static_cast<char*>(bottom) - PageSize(), size_ + PageSize());
+  }
 }
 
 void* StackPool::Allocate() {
@@ -91,6 +100,9 @@ void* StackPool::Allocate() {
   }
   mprotect(base, page, PROT_NONE);  // guard page below the stack
   void* bottom = static_cast<char*>(base) + page;
+#ifdef RERACE_ASAN
+  __asan_unpoison_memory_region(bottom, size_);  // see ~StackPool: the shadow outlives munmap
+#endif
   all_.push_back(bottom);
   return bottom;
 }
