@@ -4,6 +4,7 @@ with a fake kernel and fake tensors: no GPU needed. Skipped when Triton is not i
 Also the named fixes (replay/engine/python/rerace_real/fixes/) under the probe: each patch runs in its
 own interpreter (a patch changes Autotuner for the whole process)."""
 
+import copy
 import json
 import os
 import platform
@@ -254,7 +255,7 @@ class MetadataTest(unittest.TestCase):
         first, second = self.begins()
         self.assertIsNone(_detail(second))
         meta = _detail(first)
-        self.assertEqual(meta["v"], 1)
+        self.assertEqual(meta["v"], rerace_probe.METADATA_VERSION)
         self.assertEqual(meta["kernel"], {"module": kernel_py.__module__, "qualname": "kernel_py"})
         self.assertEqual(meta["keys"], ["N"])
         self.assertEqual(meta["python"]["version"], platform.python_version())
@@ -275,6 +276,62 @@ class MetadataTest(unittest.TestCase):
         # The mark still parses as the recorder's grammar expects: one token per field.
         self.assertTrue(all("=" in tok for tok in first.split(" ")[1:]))
 
+    def test_identity_of_a_tuner_and_of_what_it_holds(self):
+        tuner = make_tuner(2)
+        tuner.run(FakeTensor(0), FakeTensor(0), 4096)
+        ident = _detail(self.begins()[0])["identity"]
+        self.assertEqual(ident["self"], hex(id(tuner)))
+        self.assertEqual(ident["fields"]["cache"], hex(id(tuner.cache)))
+        self.assertEqual(ident["fields"]["configs"], hex(id(tuner.configs)))
+        # Triton's default hooks close over the tuner they were made for.
+        self.assertEqual(ident["hooks"]["post_hook"]["tuner"], hex(id(tuner)))
+        self.assertEqual(ident["hooks"]["pre_hook"]["tuner"], hex(id(tuner)))
+
+    def test_shallow_copies_share_the_originals_cache_and_hooks(self):
+        """copy.copy of a tuner keeps the original's cache dict and its hooks, whose closures
+        write the original's restore_copies: the GPU's 7 of 8 KeyError with a tuner per thread.
+        Each copy is described at its own first call, its hooks and launches marked as its own."""
+        orig = make_tuner(3)
+        copies = [copy.copy(orig) for _ in range(8)]
+        barrier = threading.Barrier(8)
+        errors = []
+
+        def worker(i):
+            barrier.wait()
+            try:
+                copies[i].run(FakeTensor(i), FakeTensor(i), 4096)
+            except KeyError as e:
+                errors.append(e)
+
+        threads = [threading.Thread(target=worker, args=(i,)) for i in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        metas = [_detail(t) for t in self.begins() if _detail(t) and "v" in _detail(t)]
+        self.assertEqual(sorted(m["identity"]["self"] for m in metas),
+                         sorted(hex(id(c)) for c in copies))
+        for m in metas:
+            ident = m["identity"]
+            self.assertEqual(ident["fields"]["cache"], hex(id(orig.cache)))
+            self.assertEqual(ident["hooks"]["pre_hook"]["tuner"], hex(id(orig)))
+            self.assertEqual(ident["hooks"]["post_hook"]["tuner"], hex(id(orig)))
+        marked = {re.search(r"tuner=(\S+)", t).group(1) for t in self.marks
+                  if "kind=pre-hook" in t or "kind=launch" in t}
+        self.assertTrue(marked <= {hex(id(c)) for c in copies}, marked)
+        self.assertNotIn(hex(id(orig)), marked)
+
+    def test_a_reassigned_cache_is_described_again(self):
+        tuner = make_tuner(2)
+        tuner.run(FakeTensor(0), FakeTensor(0), 4096)
+        tuner.run(FakeTensor(0), FakeTensor(0), 4096)
+        shared = {}
+        tuner.cache = shared
+        tuner.run(FakeTensor(0), FakeTensor(0), 4096)
+        details = [_detail(t) for t in self.begins()]
+        self.assertIsNone(details[1])
+        self.assertEqual(details[2]["identity"]["fields"]["cache"], hex(id(shared)))
+
     def test_every_call_carries_its_restore_value_shapes(self):
         # A post-hook that restores another call's copy into a tensor of another shape raises
         # RuntimeError; of the same shape, it restores silently: replay needs the shapes.
@@ -284,7 +341,7 @@ class MetadataTest(unittest.TestCase):
         tuner.run(FakeTensor(0), a, 4096)
         tuner.run(FakeTensor(1), b, 2048)
         first, second = [_detail(t) for t in self.begins()]
-        self.assertEqual(first["v"], 1)  # the metadata, with the shapes
+        self.assertEqual(first["v"], rerace_probe.METADATA_VERSION)  # the metadata, with the shapes
         self.assertEqual(first["restore_shapes"], [[4096, 1024]])
         self.assertEqual(second, {"restore_shapes": [[4096, 512]]})
 
@@ -520,3 +577,4 @@ class DisabledTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+

@@ -338,6 +338,14 @@ void RegisterTraceCommands(CLI::App& app, CommandTable& table) {
                "names, tuner class, Triton and FLA versions, where run, _bench and the hooks are "
                "defined), as 'rerace record --probe triton' does; keys as the probe writes them, "
                "'(4096,)'");
+  sy->add_flag("--copies", s.copies,
+               "Each thread calls its own shallow copy (copy.copy) of each tuner: tuner objects "
+               "that share the original's cache dict and whose hooks write the original's "
+               "restore_copies (implies --probe-metadata)");
+  sy->add_flag("--identity", s.identity,
+               "Write the probe's identity records (metadata version 2): which cache dict and "
+               "hooks each tuner holds, and the tuner each hook acts on (implies "
+               "--probe-metadata)");
   sy->add_option("--kernel-module", s.kernel_module,
                  "The kernel's module in the probe's metadata ('__main__': a script's kernel, "
                  "which the python engine builds from the recording)")

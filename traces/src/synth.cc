@@ -59,11 +59,30 @@ std::string Where(const std::string& module, const std::string& qualname) {
   return fmt::format("{{\"module\":{},\"qualname\":{}}}", Quoted(module), Quoted(qualname));
 }
 
+std::string Token(uint64_t v) { return fmt::format("\"{:#x}\"", v); }
+
+// rerace_probe.identity(tuner) of tuner object `self` whose original (itself, or the tuner a
+// shallow copy was made of) is `original`: the copy holds the original's cache dict, configs
+// and hooks, which act on the original.
+std::string ProbeIdentity(const Scenario& s, uint64_t self, uint64_t original) {
+  std::string hooks;
+  if (!s.restore_value.empty() || !s.reset_to_zero.empty()) {
+    hooks = fmt::format("\"pre_hook\":{{\"obj\":{},\"tuner\":{}}}", Token(original + 0x30),
+                        Token(original));
+    if (!s.restore_value.empty())
+      hooks += fmt::format(",\"post_hook\":{{\"obj\":{},\"tuner\":{}}}",
+                           Token(original + 0x40), Token(original));
+  }
+  return fmt::format("{{\"self\":{},\"fields\":{{\"cache\":{},\"configs\":{}}},\"hooks\":{{{}}}}}",
+                     Token(self), Token(original + 0x10), Token(original + 0x20), hooks);
+}
+
 // rerace_probe.metadata(tuner) for tuner `kernel` of the scenario (recorder/python/rerace_probe,
-// METADATA_VERSION 1): what the probe writes in a tuner's first call-begin detail. No "python"
-// entry: a synthetic trace does not say which interpreter ran it (the engines then assume, and
-// say so, as for recordings of older probes).
-std::string ProbeMetadata(const Scenario& s, const std::string& kernel) {
+// METADATA_VERSION 1, or 2 with --identity): what the probe writes in a tuner's first
+// call-begin detail. No "python" entry: a synthetic trace does not say which interpreter ran it
+// (the engines then assume, and say so, as for recordings of older probes).
+std::string ProbeMetadata(const Scenario& s, const std::string& kernel, uint64_t self = 0,
+                          uint64_t original = 0) {
   const bool fla = !s.fla_version.empty();
   const std::string& cls = s.tuner_class;
   const size_t dot = cls.rfind('.');
@@ -73,8 +92,8 @@ std::string ProbeMetadata(const Scenario& s, const std::string& kernel) {
   for (const auto& k : s.key_names) keys.push_back(Quoted(k));
   const std::string triton_run = Where("triton.runtime.autotuner", "Autotuner.run");
   std::string out = fmt::format(
-      "{{\"v\":1,\"kernel\":{},\"keys\":[{}],\"class\":{},\"triton\":{},\"fla\":{},\"run\":{}",
-      Where(s.kernel_module, kernel), fmt::join(keys, ","), Where(cls_module, cls_name),
+      "{{\"v\":{},\"kernel\":{},\"keys\":[{}],\"class\":{},\"triton\":{},\"fla\":{},\"run\":{}",
+      s.identity ? 2 : 1, Where(s.kernel_module, kernel), fmt::join(keys, ","), Where(cls_module, cls_name),
       Quoted(s.triton_version), fla ? Quoted(s.fla_version) : "null",
       fla ? Where("fla.ops.utils.cache", "CachedAutotuner.run") : triton_run);
   // Where Triton's run resolves, for a subclass (FLA's calls it through super().run()).
@@ -91,6 +110,7 @@ std::string ProbeMetadata(const Scenario& s, const std::string& kernel) {
     if (!s.restore_value.empty()) out += "," + hook("post_hook");
     out += "}";
   }
+  if (s.identity) out += ",\"identity\":" + ProbeIdentity(s, self, original);
   return out + "}";
 }
 
@@ -129,7 +149,7 @@ Result<void> ValidateScenario(const Scenario& s) {
     if (IndexOf(s.arg_names, n) < 0)
       return bad(fmt::format("scenario: restore_value names '{}', which is not an argument ({})",
                              n, fmt::join(s.arg_names, ", ")));
-  if (s.probe_metadata || !s.fla_version.empty())
+  if (s.probe_metadata || s.copies || s.identity || !s.fla_version.empty())
     for (const auto& n : s.key_names)
       if (IndexOf(s.arg_names, n) < 0)
         return bad(fmt::format("scenario: the key names '{}', which is not an argument ({})", n,
@@ -172,6 +192,8 @@ std::vector<std::string> SynthCommand(const Scenario& s) {
   if (s.key_names != std::vector<std::string>{"N"}) add_list("key-names", s.key_names);
   if (s.triton_version != "3.6.0") add("triton-version", s.triton_version);
   if (!s.fla_version.empty()) add("fla", s.fla_version);
+  if (s.copies) c.push_back("--copies");
+  if (s.identity) c.push_back("--identity");
   return c;
 }
 
@@ -219,7 +241,7 @@ Result<void> WriteScenario(const Scenario& s, const std::string& path) {
   TraceWriter& tw = **w;
 
   uint64_t rng = s.seed;
-  const bool metadata = s.probe_metadata || !s.fla_version.empty();
+  const bool metadata = s.probe_metadata || s.copies || s.identity || !s.fla_version.empty();
   std::set<uint64_t> described;  // tuners whose metadata was written
   const uint32_t cls = tw.String(s.tuner_class);
   std::vector<uint32_t> kernels;
@@ -277,7 +299,9 @@ Result<void> WriteScenario(const Scenario& s, const std::string& path) {
       // The probe writes Triton's key tuple (autotuner.py:216-222): the key arguments' values.
       const std::string key = metadata ? "(" + value + ",)" : value;
       TunerEvent base;
-      base.tuner = 0x7f0000001000ull + tn * 0x100;
+      const uint64_t original = 0x7f0000001000ull + tn * 0x100;
+      // A copy per thread and tuner: objects of their own, past the originals'.
+      base.tuner = s.copies ? 0x7f0000200000ull + (uint64_t{t} * s.tuners + tn) * 0x100 : original;
       base.tuner_class = cls;
       base.kernel = kernels[tn];
       base.key = key;
@@ -289,7 +313,9 @@ Result<void> WriteScenario(const Scenario& s, const std::string& path) {
       begin.reset_to_zero = reset_idx;
       if (metadata) {
         // The probe describes a tuner at its first call, in the order the calls happened.
-        const std::string meta = ProbeMetadata(s, tn == 0 ? "l2norm_fwd_kernel" : fmt::format("tuned_kernel_{}", tn));
+        const std::string meta =
+            ProbeMetadata(s, tn == 0 ? "l2norm_fwd_kernel" : fmt::format("tuned_kernel_{}", tn),
+                          base.tuner, original);
         steps[t].push_back({[&tw, begin, meta, &described](uint32_t th, uint64_t cpu) {
           TunerEvent e = begin;
           if (described.insert(e.tuner).second) e.detail = meta;

@@ -14,7 +14,10 @@ With ``RERACE_PROBE_FIELDS=1`` it also marks every write of ``nargs``, ``cache``
 mark's ``detail=`` field, a JSON object that says what ran (``metadata``): the kernel's module
 and qualname, the key names, the Python, GIL, Triton and FLA versions, and where ``run`` and the
 ``nargs`` / ``restore_copies`` descriptors resolved to at that call, so a patched program is
-recognised. Every call whose class's ``run`` a patch replaced after the probe carries
+recognised, and which objects it holds by identity (``identity``: its cache dict, configs and
+hooks, and the tuner each hook acts on), so that tuners sharing state (shallow copies of one
+tuner) replay sharing it; a later call's detail carries ``{"identity": ...}`` again when one of
+them was reassigned. Every call whose class's ``run`` a patch replaced after the probe carries
 ``{"reach": {"Autotuner.run": {"patch", "on_stack", "by", ...}}}`` in its detail: whether the
 replacement was on that call's stack, and which frame called Triton's ``run`` (the phantom
 patch of issue 29, seen on the GPU). FLA's ``CachedAutotuner`` subclasses ``Autotuner`` and is covered by the same
@@ -25,6 +28,7 @@ NVTX marks (``torch.cuda.nvtx.mark``). ``Lock`` is a ``threading.Lock`` whose ac
 releases are recorded, so a fix written in Python is checked as it was implemented.
 """
 
+import functools
 import importlib.abc
 import importlib.util
 import json
@@ -35,11 +39,15 @@ import sysconfig
 import threading
 import traceback
 
+from . import identity
+from .identity import unwrap as _unwrap
+from .reach import reach as _reach, with_reach as _with_reach
+
 __all__ = ["Lock", "install", "install_import_hook", "set_emitter", "patch_autotuner", "encode",
            "metadata"]
 
 #: Version of the metadata object (its "v" field).
-METADATA_VERSION = 1
+METADATA_VERSION = 2
 
 _emitter = None
 _tls = threading.local()
@@ -187,15 +195,6 @@ def _mark(tuner, kind, **f):
     _emit(encode(kind, id(tuner), _class_name(tuner), _kernel_name(tuner), **f))
 
 
-def _unwrap(fn):
-    """The function the probe's own wrapper stands for (a patch applied before the probe)."""
-    seen = 0
-    while getattr(fn, "_rerace_probe_wraps", None) is not None and seen < 8:
-        fn = fn._rerace_probe_wraps
-        seen += 1
-    return fn
-
-
 def _where_defined(obj):
     """{module, qualname, file, line} of a function (or of an object's type otherwise)."""
     obj = _unwrap(obj)
@@ -309,6 +308,7 @@ def metadata(tuner):
         out["prune_configs_by"] = prune
     if hasattr(tuner, "cache_results"):
         out["cache_results"] = bool(tuner.cache_results)
+    out["identity"] = identity.identity(tuner)
     return out
 
 
@@ -347,52 +347,21 @@ def _metadata_once(tuner):
         d = vars(tuner)
     except TypeError:
         return None
-    if "_rerace_meta" in d or d.setdefault("_rerace_meta", token) is not token:  # atomic
-        return None
+    # Keyed by the object's id: a shallow copy of a described tuner carries the original's
+    # __dict__, and is described at its own first call all the same.
+    mark = "_rerace_meta_%x" % id(tuner)
+    if mark in d or d.setdefault(mark, token) is not token:  # atomic
+        return identity.changed(tuner)
     try:
-        return json.dumps(metadata(tuner), sort_keys=True, separators=(",", ":"), default=str)
+        out = json.dumps(metadata(tuner), sort_keys=True, separators=(",", ":"), default=str)
     except Exception as e:  # never break the recorded program
         return json.dumps({"v": METADATA_VERSION, "error": "%s: %s" % (type(e).__name__, e)})
+    try:
+        identity.remember(tuner)
+    except Exception:
+        pass
+    return out
 
-
-
-def _reach(cls, probe_run):
-    """Patch reach at a call (issue 29): when ``cls.run`` is no longer the probe's wrapper (a
-    patch replaced it after the probe), whether that replacement is on the call's stack, and
-    which frame called the probe's ``run`` (``CachedAutotuner.run (cache.py:360)``); None when
-    nothing replaced it. Called from the probe's ``run``: frame 2 is its caller."""
-    cur = vars(cls).get("run")
-    if cur is None or cur is probe_run:
-        return None
-    fn = getattr(cur, "__func__", cur)
-    code = getattr(fn, "__code__", None)
-    if code is None:
-        return None
-    caller = sys._getframe(2)
-    f, on = caller, False
-    while f is not None:
-        if f.f_code is code:
-            on = True
-            break
-        f = f.f_back
-    cc = caller.f_code
-    by = "%s (%s:%d)" % (getattr(cc, "co_qualname", cc.co_name), os.path.basename(cc.co_filename),
-                         caller.f_lineno)
-    return {"Autotuner.run": {
-        "module": getattr(fn, "__module__", None),
-        "qualname": getattr(fn, "__qualname__", None),
-        "patch": "%s:%d" % (os.path.basename(code.co_filename), code.co_firstlineno),
-        "on_stack": on, "by": by}}
-
-
-def _with_reach(detail, reach):
-    """The call-begin's detail= with {"reach": ...} added (a JSON object, or None)."""
-    if reach is None:
-        return detail
-    text = json.dumps(reach, sort_keys=True, separators=(",", ":"))
-    if detail is None:
-        return '{"reach":' + text + "}"
-    return detail[:-1] + ',"reach":' + text + "}"
 
 
 class _FnProxy:
@@ -431,9 +400,12 @@ def _wrap_hooks(tuner):
     if not hasattr(pre, "_rerace_probe_wraps"):
         def pre_hook(kwargs, reset_only=False):
             bench = getattr(_tls, "bench", None)
-            if not reset_only and bench and bench[0] is tuner:
+            # The tuner benchmarking, whose hook this is: the one it was made for, or a copy of
+            # it (copy.copy keeps the original's hooks), marked under its own name.
+            if not reset_only and bench and (bench[0] is tuner or
+                                             getattr(bench[0], "pre_hook", None) is pre_hook):
                 bench[2][0] += 1
-                _mark(tuner, "pre-hook", config=bench[1], detail=names)
+                _mark(bench[0], "pre-hook", config=bench[1], detail=names)
             return pre(kwargs, reset_only=reset_only) if pre is not None else None
 
         pre_hook._rerace_probe_wraps = pre
@@ -442,8 +414,8 @@ def _wrap_hooks(tuner):
     if not hasattr(post, "_rerace_probe_wraps"):
         def post_hook(kwargs, exception):
             bench = getattr(_tls, "bench", None)
-            if bench and bench[0] is tuner:
-                _mark(tuner, "post-hook", config=bench[1], detail=names)
+            if bench and (bench[0] is tuner or getattr(bench[0], "post_hook", None) is post_hook):
+                _mark(bench[0], "post-hook", config=bench[1], detail=names)
             return post(kwargs, exception) if post is not None else None
 
         post_hook._rerace_probe_wraps = post
@@ -488,6 +460,10 @@ def patch_autotuner(module):
         detail = None
         if _enabled:
             _ensure_hooks(self)
+            fn = vars(self).get("fn")
+            if isinstance(fn, _FnProxy) and object.__getattribute__(fn, "_tuner") is not self:
+                # A copy of a tuner holds the original's proxy: its launches are its own.
+                object.__setattr__(self, "fn", _FnProxy(object.__getattribute__(fn, "_fn"), self))
             try:
                 detail = _with_reach(_call_detail(self, args, kwargs), _reach(A, run))
             except Exception:  # never break the recorded program

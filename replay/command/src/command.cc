@@ -86,6 +86,20 @@ Result<LoadedTrace> LoadTrace(const std::string& path, const CommandOptions& c, 
         serial, serial == 1 ? "" : "s");
     order_note = note;
   }
+  // Sharing between tuner objects: replayed as recorded, and said; a recording that cannot say
+  // (an older probe) and has two tuner objects or more is told once.
+  std::set<uint64_t> tuner_objects;
+  for (const TunerCall& call : program->calls) tuner_objects.insert(call.tuner);
+  if (tuner_objects.size() >= 2 && !program->identity_recorded) {
+    order_note += fmt::format(
+        "note: this recording does not say what its {} tuner objects share (recorded by a "
+        "probe before identity records): each replays with its own cache dict and hooks, so "
+        "tuners that shared them (shallow copies of one tuner, a cache dict handed to several) "
+        "replay as independent\n",
+        tuner_objects.size());
+  }
+  for (const std::string& line : SharingLines(*program))
+    order_note += "note: replayed as recorded: " + line + "\n";
   if (!c.only.empty()) {
     auto threads = ParseOnly(c.only);
     if (!threads) return threads.error();

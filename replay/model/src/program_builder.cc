@@ -320,17 +320,24 @@ Program ProgramBuilder::Finish(bool truncated, std::set<uint32_t> overlapping) {
   p.truncated = truncated;
   if (first_ns_) p.recorded_span_ns = last_ns_ - *first_ns_;
   p.overlapping_devices = durations_ != nullptr ? std::move(overlapping) : OverlapsOf(std::move(intervals_));
-  // Configs a thread never benchmarked itself (it found the key tuned) take the time another
-  // thread measured for the same tuner, key and config, so that a schedule in which this
-  // thread does benchmark has a cost.
+  ReadSharing(p);
+  // Configs a thread never benchmarked itself (it found the key tuned, or raised first) take
+  // the time another thread measured for the same tuner, key and config, so that a schedule in
+  // which this thread does benchmark has a cost; tuners that share state (shallow copies of one
+  // tuner: the same kernel and configs) count as one.
+  auto group = [&p](uint64_t tuner) {
+    if (auto h = p.hooks_home.find(tuner); h != p.hooks_home.end()) return h->second;
+    if (auto h = p.cache_home.find(tuner); h != p.cache_home.end()) return h->second;
+    return tuner;
+  };
   std::map<std::tuple<uint64_t, std::string, size_t>, std::pair<Nanos, uint32_t>> measured;
   for (const TunerCall& c : p.calls)
     for (size_t i = 0; i < c.configs.size(); ++i)
-      if (c.bench_ns[i] != 0) measured[{c.tuner, c.key, i}] = {c.bench_ns[i], c.bench_reps[i]};
+      if (c.bench_ns[i] != 0) measured[{group(c.tuner), c.key, i}] = {c.bench_ns[i], c.bench_reps[i]};
   for (TunerCall& c : p.calls) {
     for (size_t i = 0; i < c.configs.size(); ++i) {
       if (c.bench_ns[i] != 0) continue;
-      auto it = measured.find({c.tuner, c.key, i});
+      auto it = measured.find({group(c.tuner), c.key, i});
       if (it != measured.end()) {
         c.bench_ns[i] = it->second.first;
         c.bench_reps[i] = it->second.second;

@@ -34,6 +34,9 @@ Result<Program> SubProgram(const Program& p, const std::vector<uint32_t>& thread
   sub.overlapping_devices = p.overlapping_devices;
   sub.tuner_meta = p.tuner_meta;
   sub.cache_results = p.cache_results;
+  sub.cache_home = p.cache_home;
+  sub.hooks_home = p.hooks_home;
+  sub.identity_recorded = p.identity_recorded;
   sub.trial_contention_ppm = p.trial_contention_ppm;
   sub.trial_contention_from = p.trial_contention_from;
   sub.cold_ns = p.cold_ns;

@@ -15,7 +15,7 @@ using traces::TunerKind;
 TunerState::TunerState(sim::Scheduler& s, const std::string& name, size_t keys)
     : nargs(s, name + ".nargs"),
       nargs_local(s),
-      cache(s, name + ".cache", std::vector<int32_t>(keys, -1)),
+      own_cache(s, name + ".cache", std::vector<int32_t>(keys, -1)),
       restore_copies(s, name + ".restore_copies"),
       restore_copies_local(s),
       best_config(s, name + ".best_config"),
@@ -56,10 +56,19 @@ TunerWorld::TunerWorld(sim::Scheduler& s, const Program& p, const ReplayOptions&
   }
   for (const TunerCall& c : p.calls) {
     auto [it, fresh] = tuner_index_.try_emplace(c.tuner, keys_.size());
-    if (fresh) keys_.emplace_back();
+    if (fresh) {
+      keys_.emplace_back();
+      tokens_.push_back(c.tuner);
+      kernels_.push_back(c.kernel);
+    }
     auto& keys = keys_[it->second];
     if (std::find(keys.begin(), keys.end(), c.key) == keys.end()) keys.push_back(c.key);
   }
+  called_tuners_ = keys_.size();
+  cache_home_.assign(keys_.size(), SIZE_MAX);
+  copies_home_.assign(keys_.size(), SIZE_MAX);
+  // A per-thread-tuner fix builds each thread its own tuner: nothing recorded is shared then.
+  if (!per_thread_tuner_) ShareRecorded();
   for (const auto& [region, name] : o.fix.locks)
     if (!fix_locks_.count(name)) fix_locks_[name] = std::make_unique<sim::Mutex>(s, name);
   for (Region r : {Region::kRun, Region::kBenchmark, Region::kBench, Region::kHooks, Region::kCache}) {
@@ -96,21 +105,74 @@ std::string TunerWorld::ThreadName(uint32_t t) const {
   return s_.ThreadName(t);
 }
 
+void TunerWorld::ShareRecorded() {
+  // The index of a home tuner; one that no recorded call used (a shallow copy's original) gets
+  // its own, past the called tuners', with the key space of the tuner that refers to it.
+  auto home = [&](uint64_t token, size_t member) {
+    auto [it, fresh] = tuner_index_.try_emplace(token, keys_.size());
+    if (fresh) {
+      keys_.push_back(keys_[member]);
+      tokens_.push_back(token);
+      kernels_.push_back(kernels_[member]);
+      cache_home_.push_back(SIZE_MAX);
+      copies_home_.push_back(SIZE_MAX);
+    }
+    return it->second;
+  };
+  for (const auto& [tuner, token] : p_.cache_home) {
+    auto it = tuner_index_.find(tuner);
+    if (it == tuner_index_.end() || it->second >= called_tuners_) continue;
+    const size_t h = home(token, it->second);
+    if (h != it->second) cache_home_[it->second] = h;
+  }
+  for (const auto& [tuner, token] : p_.hooks_home) {
+    auto it = tuner_index_.find(tuner);
+    if (it == tuner_index_.end() || it->second >= called_tuners_) continue;
+    const size_t h = home(token, it->second);
+    if (h != it->second) copies_home_[it->second] = h;
+  }
+  // One cache dict, one key space: each member of a group keys it by the union of the group's
+  // keys, in the order of the home's, then each member's.
+  std::map<size_t, std::vector<std::string>> unions;
+  for (size_t ti = 0; ti < cache_home_.size(); ++ti) {
+    if (cache_home_[ti] == SIZE_MAX) continue;
+    auto [u, fresh] = unions.try_emplace(cache_home_[ti], keys_[cache_home_[ti]]);
+    for (const std::string& k : keys_[ti])
+      if (std::find(u->second.begin(), u->second.end(), k) == u->second.end()) u->second.push_back(k);
+  }
+  for (const auto& [h, keys] : unions) keys_[h] = keys;
+  for (size_t ti = 0; ti < cache_home_.size(); ++ti)
+    if (cache_home_[ti] != SIZE_MAX) keys_[ti] = keys_[cache_home_[ti]];
+}
+
 TunerState& TunerWorld::StateFor(uint32_t thread, const TunerCall& c) {
-  const size_t ti = tuner_index_.at(c.tuner);
-  const uint32_t owner = per_thread_tuner_ ? thread : UINT32_MAX;
-  auto& st = states_[{ti, owner}];
+  return StateAt(tuner_index_.at(c.tuner), per_thread_tuner_ ? thread : UINT32_MAX);
+}
+
+TunerState& TunerWorld::StateAt(size_t ti, uint32_t owner) {
+  auto& st = states_[{ti, owner}];  // a map's node: stays put while homes are added below
   if (!st) {
-    std::string name = fmt::format("Autotuner({})", c.kernel);
+    std::string name = fmt::format("Autotuner({})", kernels_[ti]);
+    if (ti >= called_tuners_) {
+      name += fmt::format(" {:#x}", tokens_[ti]);
+    } else if (cache_home_[ti] != SIZE_MAX || copies_home_[ti] != SIZE_MAX) {
+      // One of several objects of one kernel (shallow copies): numbered as the python engine
+      // numbers them, in the order of their first call.
+      const auto n = std::count(kernels_.begin(), kernels_.begin() + static_cast<std::ptrdiff_t>(ti),
+                                kernels_[ti]);
+      if (n != 0) name += fmt::format("#{}", n);
+    }
     if (owner != UINT32_MAX) name += fmt::format("[thread {}]", owner);
     st = std::make_unique<TunerState>(s_, name, keys_[ti].size());
-    if (p_.cache_results.count(c.tuner)) {
+    if (p_.cache_results.count(tokens_[ti])) {
       auto& disk = disks_[ti];
       if (!disk)
         disk = std::make_unique<sim::Shared<std::vector<Owned>>>(
-            s_, fmt::format("disk cache of {}", c.kernel), std::vector<Owned>(keys_[ti].size()));
+            s_, fmt::format("disk cache of {}", kernels_[ti]), std::vector<Owned>(keys_[ti].size()));
       st->disk = disk.get();
     }
+    if (cache_home_[ti] != SIZE_MAX) st->cache_home = &StateAt(cache_home_[ti], owner);
+    if (copies_home_[ti] != SIZE_MAX) st->copies_home = &StateAt(copies_home_[ti], owner);
   }
   return *st;
 }
@@ -129,7 +191,9 @@ uint32_t TunerWorld::Reps(uint32_t recorded) const {
 }
 
 void TunerWorld::CountTuning(const TunerCall& c, int32_t key, uint32_t thread, Nanos gpu) {
-  tunings_[{tuner_index_.at(c.tuner), key}].push_back({thread, gpu});
+  size_t ti = tuner_index_.at(c.tuner);
+  if (cache_home_[ti] != SIZE_MAX) ti = cache_home_[ti];  // one cache dict: one tuning per key
+  tunings_[{ti, key}].push_back({thread, gpu});
   gpu_.CountTuning(c.configs.size(), gpu);
 }
 
@@ -156,12 +220,14 @@ void TunerWorld::WriteNargs(TunerState& st, Nargs v, const char* label) {
       label);
 }
 
-Copies TunerWorld::ReadCopies(TunerState& st, const char* label) {
+Copies TunerWorld::ReadCopies(TunerState& of, const char* label) {
+  TunerState& st = of.CopiesHome();
   if (local_copies_) return st.restore_copies_local.Get();
   return st.restore_copies.Read(label);
 }
 
-void TunerWorld::WriteCopies(TunerState& st, Copies v, const char* label) {
+void TunerWorld::WriteCopies(TunerState& of, Copies v, const char* label) {
+  TunerState& st = of.CopiesHome();
   v.writer = s_.CurrentThread();
   if (local_copies_) {
     v.step = s_.step();
@@ -422,13 +488,7 @@ void TunerWorld::Finalize(ReplayResult& r) {
   for (const auto& [k, list] : tunings_) {
     if (list.size() < 2) continue;
     DuplicateTuning d;
-    for (const auto& [tuner, idx] : tuner_index_)
-      if (idx == k.first)
-        for (const TunerCall& c : p_.calls)
-          if (c.tuner == tuner) {
-            d.kernel = c.kernel;
-            break;
-          }
+    d.kernel = kernels_[k.first];
     d.key = keys_[k.first][static_cast<size_t>(k.second)];
     d.threads = static_cast<uint32_t>(list.size());
     for (size_t i = 1; i < list.size(); ++i) d.wasted_gpu_ns += list[i].second;

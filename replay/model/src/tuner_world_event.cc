@@ -16,7 +16,7 @@ void TunerWorld::CallWithKeyEvent(uint32_t thread, const TunerCall& c, uint32_t 
   bool owner = false;
   for (;;) {
     st.key_lock.Lock("lock_key_event.py:41 run: with _lock");
-    if (st.cache.ReadWith([&](const std::vector<int32_t>& v) { return v[key] >= 0; },
+    if (st.Cache().ReadWith([&](const std::vector<int32_t>& v) { return v[key] >= 0; },
                           "lock_key_event.py:42 run: if key in self.cache"))
       break;
     if (!st.events[key]) {  // the first to miss the key: this thread tunes it

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <exception>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <numeric>
 #include <thread>
 
@@ -47,6 +48,16 @@ class Names {
   std::map<uint64_t, uint32_t> ids_;
 };
 
+// A tuner's metadata without its identity records, whose object ids name no tuner the same way
+// twice (the sharing they say is serialized by Canonical, renamed).
+std::string WithoutIdentity(const std::string& meta) {
+  if (meta.find("\"identity\"") == std::string::npos) return meta;
+  nlohmann::json j = nlohmann::json::parse(meta, nullptr, false);
+  if (!j.is_object()) return meta;
+  j.erase("identity");
+  return j.dump();
+}
+
 // The sub-program of `order` (thread indices, in this order) as text, with tuners, locks and
 // streams renamed by first appearance and everything that is a thread's identity or time
 // (names, tids, recorded times and sequence numbers) left out: two orders of two combinations
@@ -64,8 +75,14 @@ std::string Canonical(const Program& p, const std::vector<uint32_t>& order) {
           s += fmt::format("C{}", tuners.Of(c.tuner));
           if (first) {
             auto meta = p.tuner_meta.find(c.tuner);
-            s += fmt::format("[{}|{}]", meta != p.tuner_meta.end() ? meta->second : "",
+            s += fmt::format("[{}|{}]",
+                             meta != p.tuner_meta.end() ? WithoutIdentity(meta->second) : "",
                              p.cache_results.count(c.tuner) != 0);
+            // What it shares, its homes renamed as tuners are (ReadSharing's relations).
+            if (auto h = p.cache_home.find(c.tuner); h != p.cache_home.end())
+              s += fmt::format("[cache C{}]", tuners.Of(h->second));
+            if (auto h = p.hooks_home.find(c.tuner); h != p.hooks_home.end())
+              s += fmt::format("[hooks C{}]", tuners.Of(h->second));
           }
           s += fmt::format("({}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|s{})", c.tuner_class, c.kernel,
                            c.key, fmt::join(c.configs, ","), fmt::join(c.arg_names, ","),

@@ -24,6 +24,8 @@
 #include "rerace/replay/report/report.h"
 #include "rerace/sim/strategy.h"
 #include "../samples.h"
+#include "rerace/testing/programs.h"
+#include "rerace/traces/synth.h"
 
 #ifndef RERACE_PY_ROOT
 #define RERACE_PY_ROOT ""
@@ -99,6 +101,40 @@ TEST(PythonEngine, Triton36RaisesTheKeyErrorTheH200Raised) {
   EXPECT_EQ(f.message, "'y_ptr'");
   EXPECT_EQ(f.where, "triton/runtime/autotuner.py:74 in _post_hook");
   EXPECT_NE(f.words.find("In-parameter y_ptr is not in the cache"), std::string::npos) << f.words;
+}
+
+// Issue 53: shallow copies of one tuner, one per thread (synth --copies): with the probe's
+// identity records the real code's copies share the original's cache dict and hooks, and raise
+// the GPU's KeyError; without them (an older probe) each copy replays as its own tuner.
+TEST(PythonEngine, CopiesOfATunerShareItsHooksAsRecorded) {
+  Env e = UseEnv();
+  if (!e.skip.empty()) GTEST_SKIP() << e.skip;
+  traces::Scenario s;
+  s.threads = 4;
+  s.configs = 3;
+  s.copies = true;
+  s.identity = true;
+  const Program shared = rerace::testing::SynthesizedProgram(s, "py-copies-identity");
+  {
+    Replayer rep(shared, PyOptions(e));
+    auto info = rep.StartEngine();
+    ASSERT_TRUE(info.ok()) << info.error().message;
+    ReplayResult r;
+    ASSERT_GT(FirstSeedWith(rep, "in-param-not-in-cache", 20, &r), 0);
+    const Finding& f = *FindCode(r, "in-param-not-in-cache");
+    EXPECT_EQ(f.type, "KeyError");
+    EXPECT_EQ(f.message, "'y_ptr'");
+    // The hooks write the original's restore_copies, built for them though it made no call.
+    EXPECT_NE(info->find("hooks' owner 0x7f0000001000"), std::string::npos) << *info;
+  }
+  s.identity = false;
+  const Program alone = rerace::testing::SynthesizedProgram(s, "py-copies-no-identity");
+  Replayer rep(alone, PyOptions(e));
+  for (uint64_t seed = 1; seed <= 10; ++seed) {
+    sim::RandomWalk w(seed);
+    const ReplayResult r = rep.Run(w);
+    EXPECT_TRUE(r.findings.empty()) << "seed " << seed << ": " << r.findings.front().code;
+  }
 }
 
 TEST(PythonEngine, SameSeedSameReport) {

@@ -175,6 +175,21 @@ TEST(SymmetryClasses, ACopiedThreadIsInterchangeableAndAnotherKernelIsNot) {
   EXPECT_NE(SymmetryKey(p, {0, 1}), SymmetryKey(p, {1, 2}));
 }
 
+// Shallow copies of one tuner (synth --copies) are distinct tuner objects whose identity
+// records differ only in object ids: the key renames them, so copies are interchangeable; the
+// sharing itself is part of the key.
+TEST(SymmetryClasses, CopiesSharingOneTunerAreInterchangeable) {
+  traces::Scenario s = Small(4);
+  s.copies = true;
+  s.identity = true;
+  const Program p = SynthesizedProgram(s, "sym-copies");
+  EXPECT_EQ(SymmetryKey(p, {1, 2}), SymmetryKey(p, {2, 3}));
+  EXPECT_EQ(SymmetryKey(p, {0, 1}), SymmetryKey(p, {0, 3}));
+  s.identity = false;
+  const Program q = SynthesizedProgram(s, "sym-copies-alone");
+  EXPECT_NE(SymmetryKey(p, {1, 2}), SymmetryKey(q, {1, 2}));
+}
+
 // The reduction is sound: every combination of a class reaches exactly the outcomes of the
 // others in it, on random programs and fixes. Mutation check: a coarser key (the number of
 // tuner calls alone, ignoring which tuner and key) puts combinations with different outcomes

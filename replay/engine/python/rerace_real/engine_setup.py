@@ -357,62 +357,137 @@ class Setup:
 
     def _build_tuners(self):
         self.tuners = {}
-        names = {}
+        self.names = {}
+        self.first_call = {}
         for call in self.program["calls"]:
             tid = call["tuner"]
             if tid in self.tuners:
                 continue
-            cls = call.get("tuner_class", "")
-            meta = (self.program.get("tuner_meta") or {}).get(str(tid))
-            tuner, why = tuners.imported_kernel(meta, self.autotuner.Autotuner, self.folders)
-            subclass = None
-            if cls not in ("", "triton.runtime.autotuner.Autotuner") and (
-                    tuner is None or "%s.%s" % (type(tuner).__module__,
-                                                type(tuner).__qualname__) != cls):
-                # Another tuner class (a team's subclass, a library's such as FLA's
-                # CachedAutotuner): replayed through the real class, or refused in one line.
-                tuner = None
-                subclass = self.tuner_classes[cls]
-            keys = None
-            if tuner is not None:
-                config_names = set()
-                for c in tuner.configs:
-                    config_names |= set(c.kwargs)
-                positional = [a for a in tuner.arg_names if a not in config_names]
-                keys = list(tuner.keys)
-                source = "imported %s.%s" % (meta["kernel"]["module"], meta["kernel"]["qualname"])
-            else:
-                keys = (meta or {}).get("keys") or None
-                if keys and tuners.key_values(keys, call["arg_names"], call["key"]) is None:
-                    keys = None
-                try:
-                    tuner, positional = tuners.build(call, self.triton, keys=keys, cls=subclass)
-                except Exception as e:  # noqa: BLE001
-                    if subclass is None:
-                        raise
-                    raise SetupError("tuner class %s (module %s) cannot be built as Triton's "
-                                     "autotune builds an Autotuner: %s: %s" % (
-                                         cls, subclass.__module__, type(e).__name__, e),
-                                     kind="data")
-                source = "built from the recording" + (
-                    " (key names %s from the probe)" % ", ".join(keys) if keys else
-                    " (the recorded key carried by an extra argument)")
-                if subclass is not None:
-                    source += "; class %s.%s (%s)" % (
-                        subclass.__module__, subclass.__qualname__,
-                        control.site_path(getattr(sys.modules.get(subclass.__module__),
-                                                  "__file__", None) or "?"))
-                if meta:
-                    source += "; its kernel not imported: " + why
+            self.first_call[tid] = call
+            tuner, positional, keys, source = self._make_tuner(call)
+            used = [t for (t, _, _) in self.tuners.values()]
+            if any(tuner is t for t in used):
+                # Two recorded tuner objects, one importable kernel: the program held two
+                # objects (a copy of the module's tuner); so does the replay.
+                import copy
+                tuner = copy.copy(tuner)
+                source += "; a copy of it (another recorded tuner object)"
             self.info.setdefault("tuners", []).append("%s: %s" % (call["kernel"], source))
-            short = "Autotuner(%s)" % call["kernel"]
-            n = names.get(short, 0)
-            names[short] = n + 1
-            if n:
-                short += "#%d" % n
             self.reach.check_class(type(tuner))
-            tuners.track(tuner, short)
+            tuners.track(tuner, self._short_name(call["kernel"]))
             self.tuners[tid] = (tuner, positional, keys)
+        self._share_recorded()
+
+    def _short_name(self, kernel, suffix=""):
+        short = "Autotuner(%s)" % kernel
+        n = self.names.get(short, 0)
+        self.names[short] = n + 1
+        return short + ("#%d" % n if n else "") + suffix
+
+    def _share_recorded(self):
+        """Shares between the built tuners what the program shared, as the probe's identity
+        records say (metadata version 2): one cache dict where the recording had one, and hooks
+        that act on the tuner they acted on. A shallow copy of a tuner keeps the original's
+        hooks, closures over the original, so every copy's hooks write the original's
+        restore_copies; an original that made no call is built too (watched, named
+        "... (hooks' owner)") for them to act on. Recordings without identity share nothing."""
+        metas = self.program.get("tuner_meta") or {}
+        order = list(self.tuners)
+        ident = {}
+        for tid in order:
+            meta = metas.get(str(tid))
+            got = meta.get("identity") if isinstance(meta, dict) else None
+            if isinstance(got, dict):
+                ident[tid] = got
+        if not ident:
+            return
+        token = lambda tid: "%#x" % tid
+        holder = {}
+        for tid in order:
+            fields = (ident.get(tid) or {}).get("fields")
+            tok = fields.get("cache") if isinstance(fields, dict) else None
+            if not isinstance(tok, str):
+                continue
+            if tok not in holder:
+                holder[tok] = tid
+                continue
+            home = self.tuners[holder[tok]][0]
+            if "cache" in vars(home):
+                object.__setattr__(self.tuners[tid][0], "cache", vars(home)["cache"])
+        owners = {token(tid): self.tuners[tid][0] for tid in order}
+        for tid in order:
+            hooks = (ident.get(tid) or {}).get("hooks")
+            if not isinstance(hooks, dict):
+                continue
+            tuner = self.tuners[tid][0]
+            for name in ("pre_hook", "post_hook"):
+                h = hooks.get(name)
+                tok = h.get("tuner") if isinstance(h, dict) else None
+                if not isinstance(tok, str) or tok == token(tid):
+                    continue
+                owner = owners.get(tok)
+                if owner is None:
+                    owner, _, _, _ = self._make_tuner(self.first_call[tid])
+                    if not any(owner is t for (t, _, _) in self.tuners.values()):
+                        kernel = self.first_call[tid]["kernel"]
+                        tuners.track(owner, self._short_name(kernel, " (hooks' owner %s)" % tok))
+                        self.info.setdefault("tuners", []).append(
+                            "%s: the hooks' owner %s, which made no call: built for the hooks "
+                            "of the tuners that share it to act on" % (kernel, tok))
+                    owners[tok] = owner
+                rebound = tuners.rebind(vars(tuner).get(name), owner, self.autotuner.Autotuner)
+                if rebound is not None:
+                    object.__setattr__(tuner, name, rebound)
+
+    def _make_tuner(self, call):
+        """The tuner object for recorded call `call`'s tuner: its kernel's real tuner when the
+        recording names an importable one, else one built from the recording (through the
+        recorded class). Returns the tuner, the names of the arguments a call passes, the key
+        names (or None) and where it came from (for the engine's info)."""
+        tid = call["tuner"]
+        cls = call.get("tuner_class", "")
+        meta = (self.program.get("tuner_meta") or {}).get(str(tid))
+        tuner, why = tuners.imported_kernel(meta, self.autotuner.Autotuner, self.folders)
+        subclass = None
+        if cls not in ("", "triton.runtime.autotuner.Autotuner") and (
+                tuner is None or "%s.%s" % (type(tuner).__module__,
+                                            type(tuner).__qualname__) != cls):
+            # Another tuner class (a team's subclass, a library's such as FLA's
+            # CachedAutotuner): replayed through the real class, or refused in one line.
+            tuner = None
+            subclass = self.tuner_classes[cls]
+        keys = None
+        if tuner is not None:
+            config_names = set()
+            for c in tuner.configs:
+                config_names |= set(c.kwargs)
+            positional = [a for a in tuner.arg_names if a not in config_names]
+            keys = list(tuner.keys)
+            source = "imported %s.%s" % (meta["kernel"]["module"], meta["kernel"]["qualname"])
+        else:
+            keys = (meta or {}).get("keys") or None
+            if keys and tuners.key_values(keys, call["arg_names"], call["key"]) is None:
+                keys = None
+            try:
+                tuner, positional = tuners.build(call, self.triton, keys=keys, cls=subclass)
+            except Exception as e:  # noqa: BLE001
+                if subclass is None:
+                    raise
+                raise SetupError("tuner class %s (module %s) cannot be built as Triton's "
+                                 "autotune builds an Autotuner: %s: %s" % (
+                                     cls, subclass.__module__, type(e).__name__, e),
+                                 kind="data")
+            source = "built from the recording" + (
+                " (key names %s from the probe)" % ", ".join(keys) if keys else
+                " (the recorded key carried by an extra argument)")
+            if subclass is not None:
+                source += "; class %s.%s (%s)" % (
+                    subclass.__module__, subclass.__qualname__,
+                    control.site_path(getattr(sys.modules.get(subclass.__module__),
+                                              "__file__", None) or "?"))
+            if meta:
+                source += "; its kernel not imported: " + why
+        return tuner, positional, keys, source
 
 
 class SetupError(Exception):

@@ -255,6 +255,10 @@ def track(tuner, name):
     FIELDS and every attribute written from now on, but those its class serves by code that
     keeps a value per thread (_per_thread: a tls fix's property), which no two threads share;
     what that code touches of the tuner is reported as usual."""
+    cls = type(tuner)
+    if vars(cls).get("_rr_tracking") and _subclasses.get(cls.__bases__[0]) is cls:
+        # A copy of a watched tuner (copy.copy keeps its class): watched as its own class is.
+        object.__setattr__(tuner, "__class__", cls.__bases__[0])
     code = frozenset(n for n in _code_attributes(type(tuner)) if _per_thread(tuner, n))
     object.__setattr__(tuner, "_rr_name", name)
     object.__setattr__(tuner, "_rr_code", code)
@@ -266,6 +270,37 @@ def track(tuner, name):
     tuner.__class__ = _tracking_class(type(tuner))
     object.__setattr__(tuner, "_rr_live", True)
     return tuner
+
+
+def rebind(fn, owner, autotuner_cls):
+    """`fn` (a tuner's hook) made to act on tuner `owner`: a bound method of a tuner bound to
+    `owner`, a function whose closure holds a tuner with that cell holding `owner` (Triton's
+    default hooks close over ``self``). None when `fn` refers to no tuner."""
+    self_ = getattr(fn, "__self__", None)
+    if isinstance(self_, autotuner_cls):
+        return types.MethodType(fn.__func__, owner)
+    cells = getattr(fn, "__closure__", None)
+    if not cells or not isinstance(fn, types.FunctionType):
+        return None
+    new, hit = [], False
+    for cell in cells:
+        try:
+            v = cell.cell_contents
+        except ValueError:  # an empty cell
+            new.append(cell)
+            continue
+        if isinstance(v, autotuner_cls):
+            new.append(types.CellType(owner))
+            hit = True
+        else:
+            new.append(cell)
+    if not hit:
+        return None
+    g = types.FunctionType(fn.__code__, fn.__globals__, fn.__name__, fn.__defaults__, tuple(new))
+    g.__kwdefaults__ = fn.__kwdefaults__
+    g.__qualname__ = fn.__qualname__
+    g.__dict__.update(fn.__dict__)
+    return g
 
 
 # ---- building a tuner from the recording ----

@@ -49,7 +49,7 @@ class WithDiskCache final : public Base {
     const Owned file = st.disk->ReadWith([&](const std::vector<Owned>& v) { return v[k]; },
                                         D_.kGetFile);
     if (file.value >= 0) {
-      st.cache.Update([&](std::vector<int32_t>& v) { v[k] = file.value; }, D_.kHitCache);
+      st.Cache().Update([&](std::vector<int32_t>& v) { v[k] = file.value; }, D_.kHitCache);
       st.configs_timings.Write({0, thread, file.key}, D_.kHitTimings);
       if (file.key != key) {
         w.Silent(thread, "config-mismatch",
@@ -65,7 +65,7 @@ class WithDiskCache final : public Base {
     int32_t written = best;
     if (timings.key != key && timings.key >= 0) {
       // The timings of another key: their best is the config that thread tuned for it.
-      written = st.cache.UnsafeRef()[static_cast<size_t>(timings.key)];
+      written = st.Cache().UnsafeRef()[static_cast<size_t>(timings.key)];
       w.Silent(thread, "disk-cache-wrong-timings",
                fmt::format("thread {} wrote thread {}'s timings (tuned for key {}) to the disk "
                            "cache file of key {} (self.configs_timings was shared): a later "

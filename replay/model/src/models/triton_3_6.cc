@@ -179,13 +179,13 @@ void Triton36Model::RunBody(TunerWorld& w, uint32_t thread, const TunerCall& c, 
     }
     key = w.KeyId(c, w.program().calls[static_cast<size_t>(n.call)].key);
     Locked(w.LockFor(Region::kCache), "lock around the cache", [&] {
-      const bool hit = st.cache.ReadWith(
+      const bool hit = st.Cache().ReadWith(
           [&](const std::vector<int32_t>& v) { return v[static_cast<size_t>(key)] >= 0; },
           L_.kRunCacheCheck);
       if (hit) return;
       w.TuneMiss(c, st, key, [&] { return Miss(w, thread, c, st, key); });
     });
-    config = st.cache.ReadWith(
+    config = st.Cache().ReadWith(
         [&](const std::vector<int32_t>& v) { return v[static_cast<size_t>(key)]; },
         L_.kRunCacheRead);
     if (config < 0) config = 0;  // a tuning that failed in another thread left no entry
@@ -222,7 +222,7 @@ int32_t Triton36Model::Benchmark(TunerWorld& w, uint32_t thread, const TunerCall
     }
     w.CountTuning(c, key, thread, gpu);
     st.bench_time.Write({0, thread, key}, L_.kBenchTime);
-    st.cache.Update([&](std::vector<int32_t>& v) { v[static_cast<size_t>(key)] = best; },
+    st.Cache().Update([&](std::vector<int32_t>& v) { v[static_cast<size_t>(key)] = best; },
                     L_.kCacheWrite);
     const Nargs n = w.ReadNargs(st, L_.kBenchmarkNargs);
     if (n.call < 0) {

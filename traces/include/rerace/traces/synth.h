@@ -55,6 +55,14 @@ struct Scenario {
   // class and `run` in fla.ops.utils.cache, its None-safe hooks FLA's; implies probe_metadata
   // and tuner_class "fla.ops.utils.cache.CachedAutotuner". Empty: Triton's Autotuner.
   std::string fla_version;
+  // Each thread calls its own shallow copy (copy.copy) of each tuner: distinct tuner objects
+  // that share the original's cache dict and whose hooks, closures over the original, write
+  // the original's restore_copies; the original makes no call. Implies probe_metadata.
+  bool copies = false;
+  // The probe's identity records in the metadata (rerace_probe.identity, METADATA_VERSION 2):
+  // which cache dict and hooks each tuner holds, and the tuner each hook acts on. Off: the
+  // metadata of an older probe (version 1), which says nothing of sharing.
+  bool identity = false;
 };
 
 // The tuner class FLA's fla_cache_autotune builds, as the probe names it.

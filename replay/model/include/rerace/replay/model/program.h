@@ -135,6 +135,16 @@ struct Program {
   // The tuners whose metadata says `cache_results` (Triton's disk cache, from 3.4: the models'
   // check_disk_cache), read from tuner_meta once here, not per replayed run.
   std::set<uint64_t> cache_results;
+  // What tuner objects share, from the probe's `identity` (metadata v2, ReadSharing): per
+  // tuner, the tuner whose cache dict it holds (the first, in call order, of those holding that
+  // dict; absent: its own), and the tuner whose restore_copies its hooks write (the tuner their
+  // closures or __self__ refer to: a shallow copy's hooks write its original's, which may be a
+  // tuner no recorded call used; absent: its own). Replayed by both engines.
+  std::map<uint64_t, uint64_t> cache_home;
+  std::map<uint64_t, uint64_t> hooks_home;
+  // Whether every tuner's metadata says what it holds by identity; false for recordings of
+  // older probes, whose verdicts say so when they have two tuner objects or more.
+  bool identity_recorded = false;
   // Python trials that run for a time budget (Triton's do_bench) share the host under the GIL:
   // a trial repetition that starts while k other threads' such trials run takes
   // (1 + trial_contention_ppm / 1e6 x log2(k + 1)) times its calibrated time (virtual_gpu.h,
@@ -153,6 +163,14 @@ struct Program {
   // run; a trial that starts before it ends waits for it (calibrate.h). 0: not cold.
   Nanos cold_ns = 0;
 };
+
+// Reads Program::cache_home, hooks_home and identity_recorded from tuner_meta (the probe's
+// "identity": {"self", "fields": {"cache": token}, "hooks": {"post_hook": {"tuner": token}}},
+// tokens "0x..." as tuners are named). Called by BuildProgram; unreadable entries share nothing.
+void ReadSharing(Program& p);
+// Tuners sharing state, one line per group: "Autotuner(k) x8 share one cache dict", "the hooks of
+// Autotuner(k) x8 write the restore_copies of tuner 0x7f.. (not called)". Empty when none do.
+std::vector<std::string> SharingLines(const Program& p);
 
 // What the recording says was patched in a tuner's class (`run` or `_bench` resolving to a
 // function outside Triton and FLA, or a field made a descriptor), one line each, from

@@ -64,7 +64,7 @@ struct TunerState {
   TunerState(sim::Scheduler& s, const std::string& name, size_t keys);
   sim::Shared<Nargs> nargs;
   sim::ThreadLocal<Nargs> nargs_local;
-  sim::Shared<std::vector<int32_t>> cache;  // by key id: config, or -1
+  sim::Shared<std::vector<int32_t>> own_cache;  // by key id: config, or -1 (see Cache())
   sim::Shared<Copies> restore_copies;
   sim::ThreadLocal<Copies> restore_copies_local;
   sim::Shared<Owned> best_config;
@@ -82,6 +82,15 @@ struct TunerState {
   sim::Shared<std::vector<Owned>>* disk = nullptr;
   // lock-key-event: the event of a key whose owner is tuning it, by key id, guarded by key_lock.
   std::vector<std::unique_ptr<sim::Promise<int32_t>>> events;
+  // What the program shared between tuner objects (Program::cache_home, hooks_home): the state
+  // whose cache dict this tuner holds, and the one whose restore_copies its hooks write (a
+  // shallow copy's hooks write its original's); null: its own. Set once, by StateFor.
+  TunerState* cache_home = nullptr;
+  TunerState* copies_home = nullptr;
+  // The cache dict this tuner reads and writes: its own, or the one it shares.
+  sim::Shared<std::vector<int32_t>>& Cache() { return cache_home ? cache_home->own_cache : own_cache; }
+  // The state whose restore_copies this tuner's hooks read and write.
+  TunerState& CopiesHome() { return copies_home ? *copies_home : *this; }
 };
 
 // The finding a run's scheduler failure stands for (deadlock, step bound, divergence, an
@@ -149,6 +158,9 @@ class TunerWorld {
 
   // The state of the tuner object `c` runs on (per thread under per-thread-tuner).
   TunerState& StateFor(uint32_t thread, const TunerCall& c);
+  // The state of tuner index `ti` for fiber `owner` (UINT32_MAX: the one shared object), with
+  // the homes the recording shares (StateFor's work; also for hooks' owners with no call).
+  TunerState& StateAt(size_t ti, uint32_t owner);
   // The id of `key` among the keys recorded for `c`'s tuner; KeyName is the reverse.
   int32_t KeyId(const TunerCall& c, const std::string& key) const;
   const std::string& KeyName(const TunerCall& c, int32_t key) const;
@@ -236,6 +248,15 @@ class TunerWorld {
 
   std::vector<std::vector<std::string>> keys_;  // per tuner index: key strings
   std::map<uint64_t, size_t> tuner_index_;      // tuner identity → index
+  // Per tuner index: its identity, its kernel's name, and the indices of the tuners whose cache
+  // dict and restore_copies it uses (SIZE_MAX: its own; ShareRecorded). A hooks' owner that no
+  // recorded call used gets an index past the called tuners'.
+  std::vector<uint64_t> tokens_;
+  std::vector<std::string> kernels_;
+  std::vector<size_t> cache_home_;
+  std::vector<size_t> copies_home_;
+  size_t called_tuners_ = 0;
+  void ShareRecorded();
   std::map<std::pair<size_t, uint32_t>, std::unique_ptr<TunerState>> states_;  // (tuner, owner)
   std::map<size_t, std::unique_ptr<sim::Shared<std::vector<Owned>>>> disks_;  // tuner → disk
   std::map<std::string, std::unique_ptr<sim::Mutex>> fix_locks_;
