@@ -578,3 +578,114 @@ class DisabledTest(unittest.TestCase):
 if __name__ == "__main__":
     unittest.main()
 
+
+class SyncTest(unittest.TestCase):
+    """The program's own synchronization as release/acquire marks (rerace_probe/sync.py), on the
+    real threading, queue and concurrent.futures."""
+
+    def setUp(self):
+        self.marks = []
+        self.lock = threading.Lock()
+
+        def emit(text):
+            with self.lock:
+                self.marks.append((threading.current_thread().name, text))
+
+        rerace_probe.set_emitter(emit)
+        rerace_probe.install_sync()
+
+    def tearDown(self):
+        rerace_probe.set_emitter(None)
+
+    def sync(self, what=None):
+        out = []
+        for i, (thread, text) in enumerate(self.marks):
+            if not text.startswith("rerace:sync "):
+                continue
+            f = dict(kv.split("=", 1) for kv in text.split(" ")[1:])
+            if what is None or f["what"] == what:
+                out.append((i, thread, f["kind"], f["what"], f["obj"], int(f["seq"])))
+        return out
+
+    def test_a_started_thread_follows_its_start_and_a_join_follows_its_end(self):
+        t = threading.Thread(target=lambda: None, name="child")
+        t.start()
+        t.join()
+        got = [(th, k, w) for (_, th, k, w, obj, _) in self.sync() if obj == hex(id(t))]
+        me = threading.current_thread().name
+        self.assertEqual(got, [(me, "release", "Thread.start"), ("child", "acquire", "Thread.start"),
+                               ("child", "release", "Thread.end"), (me, "acquire", "Thread.end")])
+
+    def test_a_wait_that_returned_follows_the_set(self):
+        ev = threading.Event()
+        t = threading.Thread(target=ev.wait, name="waiter")
+        t.start()
+        time.sleep(0.01)
+        ev.set()
+        t.join()
+        self.assertFalse(threading.Event().wait(0.001))  # a wait that timed out: no acquire
+        got = [(th, k) for (_, th, k, _, obj, _) in self.sync("Event") if obj == hex(id(ev))]
+        self.assertEqual(got, [(threading.current_thread().name, "release"), ("waiter", "acquire")])
+        self.assertEqual(len(self.sync("Event")), 2)
+
+    def test_the_kth_item_got_follows_the_kth_put(self):
+        import queue
+        q = queue.Queue()
+        got = []
+        t = threading.Thread(target=lambda: got.extend(q.get() for _ in range(3)), name="consumer")
+        t.start()
+        for i in range(3):
+            q.put(i)
+        t.join()
+        marks = [(i, k, seq) for (i, _, k, _, obj, seq) in self.sync("Queue") if obj == hex(id(q))]
+        puts = {seq: i for (i, k, seq) in marks if k == "release"}
+        gets = {seq: i for (i, k, seq) in marks if k == "acquire"}
+        self.assertEqual(sorted(puts), [0, 1, 2])
+        self.assertEqual(sorted(gets), [0, 1, 2])
+        for k in range(3):
+            self.assertLess(puts[k], gets[k])
+        # A LIFO queue's get may take any earlier put: not marked.
+        lifo = queue.LifoQueue()
+        lifo.put(1)
+        lifo.get()
+        self.assertEqual([m for m in self.sync("Queue") if m[4] == hex(id(lifo))], [])
+
+    def test_submitted_work_follows_its_submit_and_a_result_follows_the_work(self):
+        from concurrent.futures import ThreadPoolExecutor
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="pool") as ex:
+            fut = ex.submit(lambda: 7)
+            self.assertEqual(fut.result(), 7)
+        me = threading.current_thread().name
+        sub = [(th, k) for (_, th, k, _, obj, _) in self.sync("Executor.submit") if obj == hex(id(fut))]
+        self.assertEqual(sub, [(me, "release"), ("pool_0", "acquire")])
+        res = [(th, k) for (_, th, k, _, obj, _) in self.sync("Future") if obj == hex(id(fut))]
+        self.assertEqual(res, [("pool_0", "release"), (me, "acquire")])
+
+    def test_every_arrival_of_a_generation_comes_before_it_passes(self):
+        b = threading.Barrier(3)
+        ts = [threading.Thread(target=lambda: (b.wait(), b.wait()), name="p%d" % i) for i in range(3)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+        marks = self.sync("Barrier")
+        for gen in (0, 1):
+            arrive = [i for (i, _, k, _, _, seq) in marks if k == "release" and seq == gen]
+            passed = [i for (i, _, k, _, _, seq) in marks if k == "acquire" and seq == gen]
+            self.assertEqual(len(arrive), 3)
+            self.assertEqual(len(passed), 3)
+            self.assertLess(max(arrive), min(passed))
+
+    def test_marks_are_bounded(self):
+        from rerace_probe import sync
+        limit, sync.MAX_MARKS = sync.MAX_MARKS, 3
+        sync._state["marks"] = 0
+        try:
+            ev = threading.Event()
+            for _ in range(5):
+                ev.set()
+            kinds = [k for (_, _, k, _, _, _) in self.sync()]
+            self.assertEqual(kinds, ["release"] * 3 + ["overflow"])
+        finally:
+            sync.MAX_MARKS = limit
+            sync._state["marks"] = 0

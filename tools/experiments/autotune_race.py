@@ -11,6 +11,9 @@ barrier. What runs is chosen by:
                      patch file of that name), or prewarm (= --prewarm)
   --prewarm          each thread's call made once, serially (thread 0 first), before the barrier
   --storm N          after a serial prewarm, each thread makes N cached calls concurrently
+  --copies           each worker calls its own copy.copy of the tuner (sharing its cache dict and
+                     its hooks, closures over the original)
+  --warmup           the main thread calls the kernel once (the workers' key) before it starts them
   --switch-interval  sys.setswitchinterval(S) before the threads start (e.g. 1e-6)
   --hooks KIND       the tuner's hooks: restore (restore_value=['y_ptr'], the default), reset
                      (reset_to_zero=['y_ptr']), both (reset_to_zero=['y_ptr'] and
@@ -34,6 +37,7 @@ Usage: python3 autotune_race.py --variant none --trials 1 [--threads 8]
 import argparse
 import collections
 import contextlib
+import copy
 import importlib.util
 import json
 import os
@@ -192,8 +196,16 @@ def check_y(y, want, sentinels):
 
 # ---- one trial ----------------------------------------------------------------------------
 
-def trial(threads, prewarm=False, storm=0, M=4096, N=1024, hooks="restore", configs=len(CONFIGS), keys=1):
+def trial(threads, prewarm=False, storm=0, M=4096, N=1024, hooks="restore", configs=len(CONFIGS), keys=1,
+          copies=False, warmup=False):
     kernel = make_kernel(hooks, configs)
+    # --copies: each worker calls its own shallow copy of the tuner (a "per-thread tuner"
+    # attempt): the copies share the original's cache dict and its hooks, closures over it.
+    kernels = [copy.copy(kernel) if copies else kernel for _ in range(threads)]
+    if warmup:  # the main thread's call, before it starts the workers (the same key)
+        x = torch.randn(M, N, device="cuda")
+        kernel[(M,)](x, torch.empty_like(x), x.shape[1], EPS)
+        torch.cuda.synchronize()
     barrier = threading.Barrier(threads)
     turns = [threading.Event() for _ in range(threads)]
     turns[0].set()
@@ -202,7 +214,7 @@ def trial(threads, prewarm=False, storm=0, M=4096, N=1024, hooks="restore", conf
     tensors = [None] * threads
 
     def call(x, y):
-        kernel[(M,)](x, y, x.shape[1], EPS)
+        kernels[int(threading.current_thread().name.rsplit("_", 1)[1])][(M,)](x, y, x.shape[1], EPS)
 
     def worker(i):
         rec = {"worker": i, "thread": threading.current_thread().name, "error": None}
@@ -287,6 +299,10 @@ def main():
     ap.add_argument("--storm", type=int, default=0, metavar="N",
                     help="after a serial prewarm, N cached calls per thread, concurrently")
     ap.add_argument("--switch-interval", type=float, default=None, metavar="S")
+    ap.add_argument("--copies", action="store_true",
+                    help="each worker calls its own copy.copy of the tuner (sharing its cache and hooks)")
+    ap.add_argument("--warmup", action="store_true",
+                    help="the main thread calls the kernel once before it starts the workers")
     ap.add_argument("--trials", type=int, default=1)
     ap.add_argument("--threads", type=int, default=8)
     ap.add_argument("--rows", type=int, default=4096, help="M: rows of x (one program each)")
@@ -339,7 +355,7 @@ def main():
         t0 = time.perf_counter()
         with ctx:
             out = trial(a.threads, prewarm=a.prewarm, storm=a.storm, M=a.rows, N=a.cols, hooks=a.hooks,
-                        configs=a.configs, keys=a.keys)
+                        configs=a.configs, keys=a.keys, copies=a.copies, warmup=a.warmup)
         dt = time.perf_counter() - t0
         text, bad = summary(out)
         failed += bad

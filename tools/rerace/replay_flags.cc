@@ -108,8 +108,9 @@ void AddCommonFlags(CLI::App* sub, CommonFlags& f, bool with_strategy) {
                                "counterexample comes from (check --threads)");
   sub->add_flag("--order-from-timing", c.order_from_timing,
                 "Keep calls of different threads that never overlapped in the recording in their "
-                "recorded order (a recording holds no Event, join or queue of the program, so "
-                "calls it ordered replay as concurrent otherwise); the model only");
+                "recorded order (for a recording made before the probe recorded the program's "
+                "Events, joins and queues, whose calls they ordered replay as concurrent "
+                "otherwise)");
   sub->add_flag("--json", c.json, "Print JSON instead of the text report");
   sub->add_flag("--races", c.races,
                 "Detect unordered conflicting accesses to the tuner's fields by happens-before, "

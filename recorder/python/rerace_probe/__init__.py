@@ -43,8 +43,8 @@ from . import identity
 from .identity import unwrap as _unwrap
 from .reach import reach as _reach, with_reach as _with_reach
 
-__all__ = ["Lock", "install", "install_import_hook", "set_emitter", "patch_autotuner", "encode",
-           "metadata"]
+__all__ = ["Lock", "install", "install_import_hook", "install_sync", "set_emitter",
+           "patch_autotuner", "encode", "metadata"]
 
 #: Version of the metadata object (its "v" field).
 METADATA_VERSION = 2
@@ -546,6 +546,26 @@ def install_import_hook():
         sys.meta_path.insert(0, _Finder())
 
 
+def _sync_emit(text):
+    if not _enabled:
+        return
+    _thread_mark()
+    _emit(text)
+
+
+def install_sync():
+    """Marks the program's own synchronization from now on (rerace_probe/sync.py)."""
+    from . import sync
+
+    sync.install(_sync_emit)
+
+
 def install():
-    """Patches now if Triton is already imported, else when it is."""
+    """Patches now if Triton is already imported, else when it is; marks the program's own
+    synchronization (threads, events, queues, futures, barriers: rerace_probe/sync.py)."""
     install_import_hook()
+    if _enabled:
+        try:
+            install_sync()
+        except Exception:  # never break the recorded program
+            pass

@@ -50,9 +50,6 @@ Result<LoadedTrace> LoadTrace(const std::string& path, const CommandOptions& c, 
   }
   std::string order_note;
   const bool python = c.engine == "python";
-  if (c.order_from_timing && python)
-    return Error{"--order-from-timing is followed by the model only: add --engine model",
-                 kExitUsage};
   // Recorded locks order their calls in the replay too: only a recording without any is told.
   bool recorded_locks = false;
   for (const ThreadProgram& t : program->threads)
@@ -62,7 +59,7 @@ Result<LoadedTrace> LoadTrace(const std::string& path, const CommandOptions& c, 
   // Said only where the threads' first calls did not all overlap (a serial warm-up, a main
   // thread's call before the workers start): later calls of many also miss each other by chance.
   size_t serial = 0;
-  if (!recorded_locks && !runs_patches) {
+  if (!recorded_locks && !runs_patches && !program->sync_recorded) {
     std::set<uint32_t> first;
     for (const ThreadProgram& t : program->threads)
       for (const Op& op : t.ops)
@@ -85,6 +82,23 @@ Result<LoadedTrace> LoadTrace(const std::string& path, const CommandOptions& c, 
         "recorded order\n",
         serial, serial == 1 ? "" : "s");
     order_note = note;
+  }
+  if (program->sync_recorded) {
+    uint32_t orders = 0;
+    std::vector<std::string> kinds;
+    for (const auto& [what, n] : program->sync_orders) {
+      orders += n;
+      kinds.push_back(fmt::format("{} {}", what, n));
+    }
+    if (orders != 0)
+      order_note += fmt::format(
+          "note: replayed in the order of the program's own synchronization, as recorded: {} "
+          "wait{} ordered a tuner call after another thread's ({})\n",
+          orders, orders == 1 ? "" : "s", fmt::join(kinds, ", "));
+    if (program->sync_overflowed)
+      order_note += "note: the probe stopped recording the program's synchronization at its "
+                    "bound (rerace_probe/sync.py MAX_MARKS): calls ordered by later waits may be "
+                    "replayed as concurrent\n";
   }
   // Sharing between tuner objects: replayed as recorded, and said; a recording that cannot say
   // (an older probe) and has two tuner objects or more is told once.

@@ -158,8 +158,6 @@ Result<EngineChoice> ResolveEngine(const std::string& path, CommandOptions& c, b
                                        "real-code engine does not run (Python tuner classes only)",
                                        model));
   if (recorded) return chosen("model", "--recorded follows the recorded order with the model only");
-  if (c.order_from_timing)
-    return chosen("model", "--order-from-timing is followed by the model only");
   if (!c.python_version.empty()) return chosen("model", "--python-version is the model's");
   if (c.fix != "none") {
     // A fix no engine knows is the error itself, not a reason to choose the model.

@@ -49,8 +49,14 @@ std::string ProgramJson(const Program& p) {
     if (!m.is_discarded()) meta[std::to_string(tuner)] = std::move(m);
   }
   auto& calls = j["calls"] = nlohmann::json::array();
-  for (const TunerCall& c : p.calls) {
+  for (size_t i = 0; i < p.calls.size(); ++i) {
+    const TunerCall& c = p.calls[i];
+    // The calls this one begins after (the program's recorded synchronization, or
+    // --order-from-timing): the engine's threads wait for them as the model's do.
+    const std::vector<uint32_t> none;
+    const std::vector<uint32_t>& after = i < p.call_after.size() ? p.call_after[i] : none;
     calls.push_back({{"tuner", c.tuner},
+                     {"after", after},
                      {"tuner_class", c.tuner_class},
                      {"kernel", c.kernel},
                      {"key", c.key},

@@ -1,6 +1,8 @@
 // replay/model/src/program_builder.cc: trace → programs, one event at a time.
 #include "program_builder.h"
 
+#include "sync_order.h"
+
 #include "rerace/replay/model/calibrate.h"
 
 #include <fmt/format.h>
@@ -27,7 +29,7 @@ Nanos MsToNs(double ms) {
 ProgramBuilder::ProgramBuilder(std::string source, const std::vector<Thread>& threads,
                                const std::unordered_map<uint32_t, Nanos>* durations,
                                StreamWindows windows)
-    : durations_(durations), windows_(std::move(windows)) {
+    : durations_(durations), windows_(std::move(windows)), sync_(threads.size()) {
   p_.source = std::move(source);
   // One program per recorded thread, in the trace's thread order: replay's thread ids are the
   // trace's (what `rerace show` prints). A thread that did nothing replay models just ends.
@@ -139,6 +141,11 @@ Result<void> ProgramBuilder::Add(const Event& e, const TunerEvent* te, const Tra
       AddMemOp(e);
       break;
     case EventKind::kNvtx:
+      // The program's own synchronization (rerace_probe/sync.py): an order between calls.
+      if (e.nvtx == NvtxKind::kMark && e.thread < open_call_.size()) {
+        const std::string& text = meta.Str(e.text);
+        if (SyncOrder::IsMark(text)) sync_.Mark(e.thread, text, open_call_[e.thread] >= 0);
+      }
       break;
   }
   return {};
@@ -254,6 +261,10 @@ Result<void> ProgramBuilder::AddTuner(const Event& e, const TunerEvent& te, cons
     call_launches_.push_back(0);
     op.call = static_cast<uint32_t>(p_.calls.size());
     c.begin_seq = e.seq;
+    if (auto after = sync_.CallBegins(e.thread, op.call); !after.empty()) {
+      sync_after_.resize(p_.calls.size() + 1);
+      sync_after_[op.call] = std::move(after);
+    }
     PushOp(e, std::move(op));
     p_.calls.push_back(std::move(c));
     return {};
@@ -321,6 +332,13 @@ Program ProgramBuilder::Finish(bool truncated, std::set<uint32_t> overlapping) {
   if (first_ns_) p.recorded_span_ns = last_ns_ - *first_ns_;
   p.overlapping_devices = durations_ != nullptr ? std::move(overlapping) : OverlapsOf(std::move(intervals_));
   ReadSharing(p);
+  p.sync_recorded = sync_.recorded();
+  p.sync_overflowed = sync_.overflowed();
+  p.sync_orders = sync_.orders();
+  if (!sync_after_.empty()) {
+    sync_after_.resize(p.calls.size());
+    p.call_after = std::move(sync_after_);
+  }
   // Configs a thread never benchmarked itself (it found the key tuned, or raised first) take
   // the time another thread measured for the same tuner, key and config, so that a schedule in
   // which this thread does benchmark has a cost; tuners that share state (shallow copies of one

@@ -25,6 +25,7 @@
 
 #include "rerace/base/result.h"
 #include "rerace/replay/model/program.h"
+#include "sync_order.h"
 #include "rerace/traces/trace.h"
 #include "rerace/replay/model/calibrate.h"
 
@@ -128,6 +129,8 @@ class ProgramBuilder {
   std::vector<Nanos> call_cpu_;
   std::vector<BenchInterval> benches_;  // every benchmark's interval (calibrate.h)
   std::vector<uint64_t> call_launches_;
+  SyncOrder sync_;                               // the program's own synchronization
+  std::vector<std::vector<uint32_t>> sync_after_;  // per call: the calls it follows by it
   std::optional<uint64_t> first_ns_;
   uint64_t last_ns_ = 0;
 };

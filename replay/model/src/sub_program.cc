@@ -37,6 +37,9 @@ Result<Program> SubProgram(const Program& p, const std::vector<uint32_t>& thread
   sub.cache_home = p.cache_home;
   sub.hooks_home = p.hooks_home;
   sub.identity_recorded = p.identity_recorded;
+  sub.sync_recorded = p.sync_recorded;
+  sub.sync_overflowed = p.sync_overflowed;
+  sub.sync_orders = p.sync_orders;
   sub.trial_contention_ppm = p.trial_contention_ppm;
   sub.trial_contention_from = p.trial_contention_from;
   sub.cold_ns = p.cold_ns;

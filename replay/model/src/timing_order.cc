@@ -1,8 +1,8 @@
 // replay/model/src/timing_order.cc: the order a recording's timing shows between calls of
 // different threads (SerialCalls, OrderFromTiming; model/program.h).
-#include <algorithm>
-
 #include "rerace/replay/model/program.h"
+
+#include <algorithm>
 
 namespace rerace::replay {
 
@@ -29,8 +29,12 @@ std::vector<std::pair<uint32_t, uint32_t>> SerialCalls(const Program& p) {
 
 size_t OrderFromTiming(Program& p) {
   const auto pairs = SerialCalls(p);
-  p.call_after.assign(p.calls.size(), {});
-  for (const auto& [a, b] : pairs) p.call_after[b].push_back(a);
+  // Added to the order the recorded synchronization already gives (program.h).
+  p.call_after.resize(p.calls.size());
+  for (const auto& [a, b] : pairs) {
+    auto& after = p.call_after[b];
+    if (std::find(after.begin(), after.end(), a) == after.end()) after.push_back(a);
+  }
   return pairs.size();
 }
 

@@ -6,115 +6,35 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
-#include <nlohmann/json.hpp>
-
-#include <condition_variable>
 #include <cstdio>
 #include <map>
-#include <mutex>
 #include <set>
 #include <string>
-#include <thread>
 #include <vector>
 
-#include "rerace/recorder/recorder.h"
 #include "rerace/replay/engine/replay.h"
 #include "rerace/replay/model/program.h"
 #include "rerace/replay/search/check.h"
 #include "rerace/testing/programs.h"
 #include "../samples.h"
+#include "probe_steps.h"
 
 #ifndef RERACE_PY_ROOT
 #define RERACE_PY_ROOT ""
-#endif
-#ifndef RERACE_SOURCE_DIR
-#define RERACE_SOURCE_DIR "."
 #endif
 
 namespace rerace::replay {
 namespace {
 
-struct Step {
-  std::vector<std::pair<std::string, std::string>> marks;  // (thread, text), emission order
-  std::vector<std::string> errors;
-};
-
-// Runs copies_step.py with `python`; an empty step and `why` when it cannot run.
-Step RunStep(const std::string& python, int threads, const std::string& mode, std::string* why) {
-  Step s;
-  const std::string src = RERACE_SOURCE_DIR;
-  const std::string cmd = "PYTHONPATH=" + src + "/recorder/python:" + src + "/tests/python " +
-                          python + " " + src + "/tests/python/copies_step.py " +
-                          std::to_string(threads) + " " + mode + " 2>&1";
-  FILE* f = popen(cmd.c_str(), "r");
-  if (f == nullptr) {
-    *why = "cannot run " + cmd;
-    return s;
-  }
-  std::string out;
-  char buf[65536];
-  for (size_t n; (n = fread(buf, 1, sizeof buf, f)) > 0;) out.append(buf, n);
-  const int rc = pclose(f);
-  if (rc != 0) {
-    *why = "copies_step.py failed: " + out.substr(0, 2000);
-    return s;
-  }
-  size_t at = 0;
-  while (at < out.size()) {
-    const size_t nl = out.find('\n', at);
-    const std::string line = out.substr(at, nl == std::string::npos ? std::string::npos : nl - at);
-    at = nl == std::string::npos ? out.size() : nl + 1;
-    if (line.empty()) continue;
-    const nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
-    if (j.is_array() && j.size() == 2) {
-      s.marks.emplace_back(j[0].get<std::string>(), j[1].get<std::string>());
-    } else if (j.is_object() && j.contains("errors")) {
-      s.errors = j["errors"].get<std::vector<std::string>>();
-    }
-  }
-  return s;
-}
-
-// The marks through the recorder, each from an OS thread standing for its Python thread, in
-// the order they were emitted (1 us apart). Returns the trace's path.
-std::string Record(const Step& step, const std::string& tag) {
-  const std::string path = ::testing::TempDir() + "rerace-probe-path-" + tag + ".rrt";
-  recorder::RecorderOptions o;
-  o.path = path;
-  o.header.host = "probe_path_test";
-  o.flush_period_ms = 5;
-  auto rec = recorder::Recorder::Create(o);
-  EXPECT_TRUE(rec.ok()) << rec.error().message;
-  if (!rec.ok()) return "";
-  recorder::Recorder& r = **rec;
-  std::map<std::string, std::vector<size_t>> of;
-  for (size_t i = 0; i < step.marks.size(); ++i) of[step.marks[i].first].push_back(i);
-  std::mutex m;
-  std::condition_variable cv;
-  size_t next = 0;
-  const uint64_t base = recorder::MonotonicNs();
-  std::vector<std::thread> threads;
-  for (const auto& [name, indices] : of) {
-    threads.emplace_back([&, list = indices] {
-      for (size_t i : list) {
-        std::unique_lock<std::mutex> lock(m);
-        cv.wait(lock, [&] { return next == i; });
-        r.Nvtx(base + i * 1000, traces::NvtxKind::kMark, step.marks[i].second.c_str(), 0);
-        ++next;
-        cv.notify_all();
-      }
-    });
-  }
-  for (auto& t : threads) t.join();
-  EXPECT_TRUE(r.Stop({}).ok());
-  return path;
-}
+using testing::Record;
+using testing::RunStep;
+using testing::Step;
 
 TEST(ProbePath, CopiesOfARealTunerRecordedThroughTheRecorderFailUnderBothEngines) {
   const std::string python = std::string(RERACE_PY_ROOT) + "/venv/bin/python";
   if (access(python.c_str(), X_OK) != 0) GTEST_SKIP() << python << " is missing";
   std::string why;
-  const Step step = RunStep(python, 8, "copies", &why);
+  const Step step = RunStep(python, "copies_step.py", "8 copies", &why);
   if (!why.empty()) GTEST_SKIP() << why;
   ASSERT_FALSE(step.marks.empty());
   const std::string path = Record(step, "copies");
@@ -157,18 +77,12 @@ TEST(ProbePath, CopiesOfARealTunerRecordedThroughTheRecorderFailUnderBothEngines
   else std::remove(path.c_str());
 }
 
-}  // namespace
-}  // namespace rerace::replay
-
-namespace rerace::replay {
-namespace {
-
 // The same path with one tuner that every thread calls: the recorded order is followed.
 TEST(ProbePath, OneTunerRecordedThroughTheRecorderReplaysItsRaisers) {
   const std::string python = std::string(RERACE_PY_ROOT) + "/venv/bin/python";
   if (access(python.c_str(), X_OK) != 0) GTEST_SKIP() << python << " is missing";
   std::string why;
-  const Step step = RunStep(python, 8, "one", &why);
+  const Step step = RunStep(python, "copies_step.py", "8 one", &why);
   if (!why.empty()) GTEST_SKIP() << why;
   const std::string path = Record(step, "one");
   auto p = ReadProgram(path);

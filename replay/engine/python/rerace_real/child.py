@@ -174,6 +174,48 @@ def _untrace(run, ts):
         sys.setprofile(None)
 
 
+_ORDER_LOCK = "recorded order"
+
+
+def _order_done(run):
+    done = getattr(run, "order_done", None)
+    if done is None:
+        done = run.order_done = set()
+    return done
+
+
+def _wait_for_calls(setup, run, call_index):
+    """The program's own synchronization as recorded (and --order-from-timing): call
+    `call_index` begins once each call it follows has ended. The wait is the program's, at
+    rerace's scheduler: a controlled lock and one condition per call waited for, so DPOR sees
+    the order and a run that cannot go on is a deadlock naming the call."""
+    after = setup.program["calls"][call_index].get("after")
+    if not after:
+        return
+    done = _order_done(run)
+    run.sync("a", _ORDER_LOCK, "recorded order: Lock.acquire")
+    for b in after:
+        while b not in done:
+            run.sync("w", "recorded order: call %d" % b, _ORDER_LOCK,
+                     "recorded order: wait for call %d to end" % b)
+    run.sync("u", _ORDER_LOCK, "recorded order: Lock.release")
+
+
+def _calls_ended(setup, run, calls):
+    """Calls that ended (or that will not run: their thread's task ended by an exception, as
+    in the model): the calls that follow them may begin."""
+    waited = setup.waited_calls
+    done = _order_done(run)
+    new = [c for c in calls if c in waited and c not in done]
+    if not new:
+        return
+    run.sync("a", _ORDER_LOCK, "recorded order: Lock.acquire")
+    for c in new:
+        done.add(c)
+        run.sync("n", "recorded order: call %d" % c, 1, "recorded order: call %d ended" % c)
+    run.sync("u", _ORDER_LOCK, "recorded order: Lock.release")
+
+
 def _worker(setup, run, tracer, ts, ops):
     control._local.ts = ts
     if tracer is not None:
@@ -182,19 +224,23 @@ def _worker(setup, run, tracer, ts, ops):
         sys.setprofile(_reach_profile(setup))
     if control.GREENLET is None:
         ts.baton.acquire()
+    own = [op[1] for op in ops if op[0] == "call"]
     try:
         for op in ops:
             kind = op[0]
             if kind == "call":
+                _wait_for_calls(setup, run, op[1])
                 f = _replay_call(setup, run, ts, op[1])
                 if f is not None:
                     run.finding(**f)
                     break  # as in the real program, the exception ends this thread's task
+                _calls_ended(setup, run, [op[1]])
             elif kind == "launch":
                 run.opportunity()
                 run.advance(op[1])
             elif kind == "sync":
                 run.opportunity()
+        _calls_ended(setup, run, own)
     except BaseException as e:  # noqa: BLE001
         run.internal("thread %d: %s" % (ts.tid, "".join(traceback.format_exception(type(e), e, e.__traceback__))))
     _untrace(run, ts)

@@ -147,6 +147,9 @@ class Setup:
                                  "and every one is taken (by a patch or an import?); run with "
                                  "RERACE_ENGINE_THREADS=os", kind="env")
         self.plans = [child._plan(self, call) for call in self.program["calls"]]
+        # The calls some call begins after (child._wait_for_calls): only their ends are points.
+        self.waited_calls = frozenset(b for call in self.program["calls"]
+                                      for b in call.get("after") or ())
         self._warm_caches()
         # Each run's ThreadStates (and, with greenlets, the Thread each logical thread is to the
         # program), made once here: every run's child starts with a pristine copy (fork).

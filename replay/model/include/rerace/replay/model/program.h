@@ -154,10 +154,18 @@ struct Program {
   // docs/MODEL.md); 0 and "" for native tuners and free-threaded interpreters.
   uint32_t trial_contention_ppm = 0;
   std::string trial_contention_from;
-  // --order-from-timing (OrderFromTiming): per call, the calls of other threads that must end
-  // before it begins, because in the recording they ended before it began. Empty: no order
+  // Per call, the calls of other threads that must end before it begins: the program's own
+  // synchronization as recorded (rerace:sync marks: Thread.start / join, Event, Queue, Future,
+  // Executor.submit, Barrier; replay/model/src/sync_order.h), and with --order-from-timing
+  // (OrderFromTiming) the calls that in the recording ended before it began. Empty: no order
   // between threads but the one their own operations make.
   std::vector<std::vector<uint32_t>> call_after;
+  // Whether the recording holds the program's synchronization (any rerace:sync mark: a probe
+  // that records it), whether its marks hit the probe's bound (later ones were not recorded),
+  // and per primitive how many of its waits ordered a call.
+  bool sync_recorded = false;
+  bool sync_overflowed = false;
+  std::map<std::string, uint32_t> sync_orders;
   // The process's cold start as its first recorded trial shows it (CUDA's and Triton's runtime
   // start, the launcher, lazy loading of kernels): paid once by the first trial of a replayed
   // run; a trial that starts before it ends waits for it (calibrate.h). 0: not cold.

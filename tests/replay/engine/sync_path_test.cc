@@ -1,0 +1,144 @@
+// The program's own synchronization, recorded and replayed (issue 52), on this CPU: for each
+// primitive the probe records, a step whose two calls of one cold tuner are ordered by that
+// primitive alone (tests/python/sync_step.py, the real Triton Autotuner under the probe), its
+// marks turned into a trace through the recorder. With the recorded edge the replay may only
+// run the calls one after the other: the check holds (the second call finds the key tuned);
+// the same marks without the rerace:sync ones run them as concurrent, and the check FAILS.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <string>
+
+#include "rerace/replay/engine/replay.h"
+#include "rerace/replay/model/program.h"
+#include "rerace/replay/report/report.h"
+#include "rerace/replay/search/check.h"
+#include "rerace/testing/programs.h"
+#include "../samples.h"
+#include "probe_steps.h"
+
+#ifndef RERACE_PY_ROOT
+#define RERACE_PY_ROOT ""
+#endif
+
+namespace rerace::replay {
+namespace {
+
+using testing::Record;
+using testing::RunStep;
+using testing::Step;
+
+class SyncPath : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(SyncPath, TheRecordedEdgeIsTheOnlyOrderAndTheReplayKeepsIt) {
+  const std::string python = std::string(RERACE_PY_ROOT) + "/venv/bin/python";
+  if (access(python.c_str(), X_OK) != 0) GTEST_SKIP() << python << " is missing";
+  std::string why;
+  const Step step = RunStep(python, "sync_step.py", GetParam(), &why);
+  if (!why.empty()) GTEST_SKIP() << why;
+  ASSERT_TRUE(step.errors.empty()) << step.errors.front();
+  Step bare = step;
+  std::erase_if(bare.marks, [](const auto& m) { return m.second.rfind("rerace:sync ", 0) == 0; });
+  ASSERT_LT(bare.marks.size(), step.marks.size());
+
+  auto with = ReadProgram(Record(step, std::string("sync-") + GetParam()));
+  auto without = ReadProgram(Record(bare, std::string("nosync-") + GetParam()));
+  ASSERT_TRUE(with.ok()) << with.error().message;
+  ASSERT_TRUE(without.ok()) << without.error().message;
+  ASSERT_EQ(with->calls.size(), 2u);
+  EXPECT_TRUE(with->sync_recorded);
+  EXPECT_FALSE(without->sync_recorded);
+  // The second call follows the first.
+  ASSERT_EQ(with->call_after.size(), 2u);
+  EXPECT_EQ(with->call_after[1], (std::vector<uint32_t>{0}));
+  EXPECT_TRUE(without->call_after.empty());
+
+  const BoundedVerdict held = CheckFixBounded(*with, rerace::testing::WithFix("none"), 2, 20000, false);
+  EXPECT_TRUE(held.verdict.holds);
+  EXPECT_TRUE(held.Complete());
+  const BoundedVerdict failed =
+      CheckFixBounded(*without, rerace::testing::WithFix("none"), 2, 20000, false);
+  EXPECT_FALSE(failed.verdict.holds);
+  // Same seed, same report, with the order.
+  Replayer rep(*with, rerace::testing::WithFix("none"));
+  sim::RandomWalk a(5), b(5);
+  EXPECT_EQ(FormatReport(rep.Run(a), *with, ""), FormatReport(rep.Run(b), *with, ""));
+
+  // The real code, replayed: the same answers.
+  const ReplayOptions real = testing::EngineOptions(python, "", "none");
+  const BoundedVerdict real_held = CheckFixBounded(*with, real, 16, 2000, false);
+  EXPECT_TRUE(real_held.verdict.holds);
+  EXPECT_TRUE(real_held.Complete()) << "exhausted " << real_held.exhausted << " naive " << real_held.naive << " cut " << real_held.cut << " explored " << real_held.verdict.explored;
+  const BoundedVerdict real_failed = CheckFixBounded(*without, real, 2, 2000, false);
+  EXPECT_FALSE(real_failed.verdict.holds);
+}
+
+// Marks written by hand: what orders calls and what does not.
+Step Marks(std::vector<std::pair<std::string, std::string>> marks) {
+  Step s;
+  s.marks = std::move(marks);
+  return s;
+}
+
+std::string Begin(const char* tuner) {
+  return std::string("rerace:tuner kind=call-begin tuner=") + tuner +
+         " class=triton.runtime.autotuner.Autotuner kernel=k key=(1,) configs=a|b args=x|y "
+         "restore=1";
+}
+std::string End(const char* tuner) {
+  return std::string("rerace:tuner kind=call-end tuner=") + tuner +
+         " class=triton.runtime.autotuner.Autotuner kernel=k key=(1,) config=0";
+}
+
+TEST(SyncOrder, MarksInsideACallAndUnknownPrimitivesOrderNothing) {
+  // A's release is made inside its tuner call (a patch's own Event, re-executed by the
+  // replay); a Semaphore is not a primitive the probe pairs.
+  const Step step = Marks({{"A", Begin("0x10")},
+                           {"A", "rerace:sync kind=release what=Event obj=0x1 seq=0"},
+                           {"A", End("0x10")},
+                           {"A", "rerace:sync kind=release what=Semaphore obj=0x2 seq=0"},
+                           {"B", "rerace:sync kind=acquire what=Event obj=0x1 seq=0"},
+                           {"B", "rerace:sync kind=acquire what=Semaphore obj=0x2 seq=0"},
+                           {"B", Begin("0x10")},
+                           {"B", End("0x10")}});
+  auto p = ReadProgram(Record(step, "in-call"));
+  ASSERT_TRUE(p.ok()) << p.error().message;
+  EXPECT_TRUE(p->sync_recorded);
+  EXPECT_TRUE(p->call_after.empty());
+  EXPECT_TRUE(p->sync_orders.empty());
+}
+
+TEST(SyncOrder, AnOrderPassesThroughAThreadWithoutCallsAndAQueuePairsByItem) {
+  // A calls, then puts item 0; M gets item 0 and sets E; B waits for E, then calls. B's call
+  // follows A's through M. C gets item 1, put by M before anything: C's call follows nothing.
+  const Step step = Marks({{"M", "rerace:sync kind=release what=Queue obj=0x5 seq=1"},
+                           {"A", Begin("0x10")},
+                           {"A", End("0x10")},
+                           {"A", "rerace:sync kind=release what=Queue obj=0x5 seq=0"},
+                           {"M", "rerace:sync kind=acquire what=Queue obj=0x5 seq=0"},
+                           {"M", "rerace:sync kind=release what=Event obj=0x1 seq=0"},
+                           {"C", "rerace:sync kind=acquire what=Queue obj=0x5 seq=1"},
+                           {"C", Begin("0x10")},
+                           {"C", End("0x10")},
+                           {"B", "rerace:sync kind=acquire what=Event obj=0x1 seq=0"},
+                           {"B", Begin("0x10")},
+                           {"B", End("0x10")},
+                           {"B", "rerace:sync kind=overflow what=Event obj=0x0 seq=3"}});
+  auto p = ReadProgram(Record(step, "chain"));
+  ASSERT_TRUE(p.ok()) << p.error().message;
+  ASSERT_EQ(p->calls.size(), 3u);
+  ASSERT_EQ(p->call_after.size(), 3u);
+  EXPECT_TRUE(p->call_after[0].empty());  // A's
+  EXPECT_TRUE(p->call_after[1].empty());  // C's
+  EXPECT_EQ(p->call_after[2], (std::vector<uint32_t>{0}));  // B's follows A's
+  EXPECT_TRUE(p->sync_overflowed);
+  EXPECT_EQ(p->sync_orders.at("Event"), 1u);
+  EXPECT_EQ(p->sync_orders.at("Queue"), 1u);
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryPrimitive, SyncPath,
+                         ::testing::Values("event", "start", "join", "queue", "future", "submit",
+                                           "barrier"));
+
+}  // namespace
+}  // namespace rerace::replay
