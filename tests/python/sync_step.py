@@ -5,7 +5,8 @@ order they were emitted, then {"errors": [...]}.
 
 tests/replay/engine/sync_path_test.cc turns the marks into a trace through the recorder (with
 and without the rerace:sync marks) and replays it. Usage: python sync_step.py KIND, KIND one of
-event, start, join, queue, future, submit, barrier."""
+event, start, join, queue, future, submit, barrier, or prewarm (eight threads'
+calls in turn, ordered by Events, a barrier, then eight concurrent calls)."""
 
 import json
 import sys
@@ -84,6 +85,22 @@ elif kind == "barrier":
     b = spawn(lambda: (bar.wait(), call(1)), "second")
     a.join()
     b.join()
+elif kind == "prewarm":  # the brief's prewarm: 8 serial calls in turn (Events), a barrier, 8 more
+    turns = [threading.Event() for _ in range(8)]
+    turns[0].set()
+    bar = threading.Barrier(8)
+
+    def worker(i):
+        turns[i].wait()
+        call(i)
+        if i + 1 < 8:
+            turns[i + 1].set()
+        bar.wait()
+        call(i)
+
+    workers = [spawn(lambda i=i: worker(i), "ThreadPoolExecutor-0_%d" % i) for i in range(8)]
+    for t in workers:
+        t.join()
 else:
     raise SystemExit("unknown kind %r" % kind)
 for name, text in marks:

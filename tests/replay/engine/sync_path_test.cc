@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <string>
 
 #include "rerace/replay/engine/replay.h"
@@ -41,8 +42,12 @@ TEST_P(SyncPath, TheRecordedEdgeIsTheOnlyOrderAndTheReplayKeepsIt) {
   std::erase_if(bare.marks, [](const auto& m) { return m.second.rfind("rerace:sync ", 0) == 0; });
   ASSERT_LT(bare.marks.size(), step.marks.size());
 
-  auto with = ReadProgram(Record(step, std::string("sync-") + GetParam()));
-  auto without = ReadProgram(Record(bare, std::string("nosync-") + GetParam()));
+  const std::string with_path = Record(step, std::string("sync-") + GetParam());
+  const std::string without_path = Record(bare, std::string("nosync-") + GetParam());
+  auto with = ReadProgram(with_path);
+  auto without = ReadProgram(without_path);
+  std::remove(with_path.c_str());
+  std::remove(without_path.c_str());
   ASSERT_TRUE(with.ok()) << with.error().message;
   ASSERT_TRUE(without.ok()) << without.error().message;
   ASSERT_EQ(with->calls.size(), 2u);
@@ -73,6 +78,68 @@ TEST_P(SyncPath, TheRecordedEdgeIsTheOnlyOrderAndTheReplayKeepsIt) {
   EXPECT_FALSE(real_failed.verdict.holds);
 }
 
+// The brief's prewarm step (each of 8 threads calls once in turn, ordered by Events, then a
+// barrier and 8 concurrent cached calls: all ok on the H200) recorded with the synchronization
+// marks: the real code holds with no flag, and no schedule of the model tunes concurrently;
+// without the marks the serial calls replay as concurrent and both fail, as the recording made
+// before them (triton-prewarm-patched-h200.rrt) does.
+TEST(SyncPathPrewarm, WithTheRecordedOrderTheRealCodeHoldsAndNoScheduleTunesConcurrently) {
+  const std::string python = std::string(RERACE_PY_ROOT) + "/venv/bin/python";
+  if (access(python.c_str(), X_OK) != 0) GTEST_SKIP() << python << " is missing";
+  std::string why;
+  const Step step = RunStep(python, "sync_step.py", "prewarm", &why);
+  if (!why.empty()) GTEST_SKIP() << why;
+  ASSERT_TRUE(step.errors.empty()) << step.errors.front();
+  Step bare = step;
+  std::erase_if(bare.marks, [](const auto& m) { return m.second.rfind("rerace:sync ", 0) == 0; });
+  const std::string with_path = Record(step, "prewarm"), without_path = Record(bare, "prewarm-bare");
+  auto with = ReadProgram(with_path);
+  auto without = ReadProgram(without_path);
+  std::remove(with_path.c_str());
+  std::remove(without_path.c_str());
+  ASSERT_TRUE(with.ok()) << with.error().message;
+  ASSERT_TRUE(without.ok()) << without.error().message;
+  ASSERT_EQ(with->calls.size(), 16u);
+  EXPECT_GE(with->sync_orders.at("Event"), 7u);
+  EXPECT_GE(with->sync_orders.at("Barrier"), 1u);
+  // The model: with the order no schedule tunes concurrently (the model's own verdict on the
+  // cached calls, nargs-none, is its verdict on `--fix prewarm`: docs/FIDELITY.md); without it
+  // the first calls race as tunings.
+  const auto none = rerace::testing::WithFix("none");
+  auto tuning_race = [](const ReplayResult& r) {
+    for (const Finding& f : r.findings)
+      if (f.code == "in-param-not-in-cache" || f.code == "wrong-restore" ||
+          f.code == "missed-restore")
+        return true;
+    return false;
+  };
+  Replayer ordered(*with, none), unordered(*without, none);
+  int raced_with = 0, raced_without = 0;
+  for (uint64_t seed = 1; seed <= 200; ++seed) {
+    sim::RandomWalk a(seed), b(seed);
+    raced_with += tuning_race(ordered.Run(a));
+    raced_without += tuning_race(unordered.Run(b));
+  }
+  EXPECT_EQ(raced_with, 0);
+  EXPECT_GT(raced_without, 0);
+  const ReplayOptions real = testing::EngineOptions(python, "", "none");
+  EXPECT_TRUE(CheckFixBounded(*with, real, 1, 300, false).verdict.holds);
+  EXPECT_FALSE(CheckFixBounded(*without, real, 1, 300, false).verdict.holds);
+}
+
+// The recording made before the probe recorded synchronization holds with the order its
+// timing shows (--order-from-timing), under the real code too.
+TEST(SyncPathPrewarm, TheOldRecordingHoldsUnderTheRealCodeWithTheOrderFromItsTiming) {
+  const std::string python = std::string(RERACE_PY_ROOT) + "/venv/bin/python";
+  if (access(python.c_str(), X_OK) != 0) GTEST_SKIP() << python << " is missing";
+  Program p = testing::LoadSample("triton-prewarm-patched-h200.rrt");
+  EXPECT_FALSE(p.sync_recorded);
+  ASSERT_GT(OrderFromTiming(p), 0u);
+  const BoundedVerdict v =
+      CheckFixBounded(p, testing::EngineOptions(python, "", "none"), 1, 300, false);
+  EXPECT_TRUE(v.verdict.holds);
+}
+
 // Marks written by hand: what orders calls and what does not.
 Step Marks(std::vector<std::pair<std::string, std::string>> marks) {
   Step s;
@@ -101,7 +168,9 @@ TEST(SyncOrder, MarksInsideACallAndUnknownPrimitivesOrderNothing) {
                            {"B", "rerace:sync kind=acquire what=Semaphore obj=0x2 seq=0"},
                            {"B", Begin("0x10")},
                            {"B", End("0x10")}});
-  auto p = ReadProgram(Record(step, "in-call"));
+  const std::string path = Record(step, "in-call");
+  auto p = ReadProgram(path);
+  std::remove(path.c_str());
   ASSERT_TRUE(p.ok()) << p.error().message;
   EXPECT_TRUE(p->sync_recorded);
   EXPECT_TRUE(p->call_after.empty());
@@ -124,7 +193,9 @@ TEST(SyncOrder, AnOrderPassesThroughAThreadWithoutCallsAndAQueuePairsByItem) {
                            {"B", Begin("0x10")},
                            {"B", End("0x10")},
                            {"B", "rerace:sync kind=overflow what=Event obj=0x0 seq=3"}});
-  auto p = ReadProgram(Record(step, "chain"));
+  const std::string path = Record(step, "chain");
+  auto p = ReadProgram(path);
+  std::remove(path.c_str());
   ASSERT_TRUE(p.ok()) << p.error().message;
   ASSERT_EQ(p->calls.size(), 3u);
   ASSERT_EQ(p->call_after.size(), 3u);
