@@ -184,3 +184,53 @@ TEST(ReportMerge, EngineShardsMergeToOneRunsRaces) {
 }
 
 }  // namespace
+
+// Issue 49, item 13: a schedule saved under a patch replays only under that patch; an edit of
+// the same file (a comment) is refused with the way to replay it anyway, and
+// --allow-changed-patch replays it, saying so. Another file by name is refused either way.
+TEST(ReportEngine, AChangedPatchIsRefusedUnlessAllowedAndThenSaid) {
+  const std::string root = RERACE_PY_ROOT;
+  const std::string python = root + "/venv312/bin/python";
+  if (root.empty() || access(python.c_str(), X_OK) != 0)
+    GTEST_SKIP() << python << " is missing (tools/scripts/python-envs.sh)";
+  const std::string dir = TempDir("changed-patch");
+  const std::string patch = dir + "/my_lock.py", sched = dir + "/s.sched";
+  std::filesystem::copy_file(Source("replay/engine/python/rerace_real/fixes/lock_run.py"), patch,
+                             std::filesystem::copy_options::overwrite_existing);
+  const std::string t = SampleTrace("triton-none-h200.rrt");
+  const std::string run = "replay " + t + " --engine python --python-exe " + python;
+  const CliRun saved = Rerace(run + " --patch " + patch + " --seed 2 --save-schedule " + sched);
+  ASSERT_EQ(saved.code, 0) << saved.out;
+  std::ofstream(patch, std::ios::app) << "# an edit that changes nothing but the hash\n";
+  const CliRun refused = Rerace(run + " --patch " + patch + " --schedule " + sched);
+  EXPECT_EQ(refused.code, 64) << refused.out;
+  EXPECT_TRUE(Has(refused.out, "the same patch files, changed since: --allow-changed-patch replays it "
+                               "anyway"))
+      << refused.out;
+  const CliRun allowed =
+      Rerace(run + " --patch " + patch + " --schedule " + sched + " --allow-changed-patch");
+  EXPECT_EQ(allowed.code, 0) << allowed.out;
+  EXPECT_TRUE(Has(allowed.out, "their content has changed since")) << allowed.out;
+  // Another patch file is another program: refused, with or without the flag.
+  const std::string other = dir + "/other.py";
+  std::filesystem::copy_file(patch, other, std::filesystem::copy_options::overwrite_existing);
+  const CliRun renamed =
+      Rerace(run + " --patch " + other + " --schedule " + sched + " --allow-changed-patch");
+  EXPECT_EQ(renamed.code, 64) << renamed.out;
+  EXPECT_FALSE(Has(renamed.out, "--allow-changed-patch replays it")) << renamed.out;
+  // A raw rs1: line has no header: a divergence names the patches of this run. The unpatched
+  // run's schedule, under the lock, diverges at the lock.
+  const std::string bare = dir + "/bare.sched";
+  ASSERT_EQ(Rerace(run + " --seed 2 --save-schedule " + bare).code, 1);
+  std::string line;
+  for (const std::string& l : Lines(Slurp(bare)))
+    if (l.rfind("rs1:", 0) == 0) line = l;
+  ASSERT_FALSE(line.empty());
+  const CliRun raw = Rerace(run + " --patch " + patch + " --schedule '" + line + "'");
+  EXPECT_EQ(raw.code, 65) << raw.out;
+  EXPECT_TRUE(Has(raw.out, "made for another trace, fix, patch, engine or --reps; this run is "
+                           "python: "))
+      << raw.out;
+  EXPECT_TRUE(Has(raw.out, "patches my_lock.py (sha256 ")) << raw.out;
+  std::filesystem::remove_all(dir);
+}

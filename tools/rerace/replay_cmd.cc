@@ -37,6 +37,11 @@ void RegisterReplay(CLI::App& app, CommandTable& table) {
                           "Replay the recorded interleaving: reproduce what happened on the GPU");
   sched->excludes(rec);
   rec->excludes(sched);
+  r->add_flag("--allow-changed-patch", cmd.allow_changed_patch,
+              "Replay a schedule file made with --patch files of the same names whose content "
+              "has changed since (an edit, a comment), saying what changed; without it such a "
+              "schedule is refused")
+      ->needs(sched);
   (void)seed;
   r->add_option("--save-schedule", cmd.save, "Save this run's schedule to a file")
       ->check(flags::FileName());

@@ -310,6 +310,21 @@ std::string PatchesHeader(const CommandOptions& c) {
   return fmt::format("{}", fmt::join(parts, ", "));
 }
 
+std::vector<std::string> PatchNames(const std::string& header) {
+  std::vector<std::string> names;
+  size_t at = 0;
+  while (at < header.size()) {
+    const size_t open = header.find(" (sha256 ", at);
+    if (open == std::string::npos) break;
+    names.push_back(header.substr(at, open - at));
+    const size_t close = header.find(')', open);
+    if (close == std::string::npos) break;
+    at = close + 1;
+    if (header.compare(at, 2, ", ") == 0) at += 2;
+  }
+  return names;
+}
+
 // `seed`: only for a schedule a seeded strategy made (none for DPOR, the recorded order or a
 // schedule file). `failure`: the finding the file is saved for, as "code at where".
 Result<void> SaveSchedule(const ReplayResult& r, const std::string& path, const std::string& trace,

@@ -26,6 +26,17 @@ using detail::Sprintf;
 
 namespace {
 
+// `text` without its "(sha256 ...)" parts: what names the same patch files, edited or not.
+std::string WithoutHashes(std::string text) {
+  for (size_t at; (at = text.find(" (sha256 ")) != std::string::npos;) {
+    const size_t close = text.find(')', at);
+    if (close == std::string::npos) break;
+    text.erase(at, close + 1 - at);
+  }
+  return text;
+}
+
+
 // PCT needs k, the steps of a run, and SURW each thread's steps: measured once per trace.
 using Probe = StepShape;
 
@@ -92,19 +103,38 @@ ReplayOutput RunReplayCommand(const ReplayCommand& a) {
     const auto header = ScheduleHeader(a.schedule);
     const auto it = header.find("engine");
     const std::string now = rep.EngineSummary();
-    if (it != header.end() && it->second != now)
+    // Patch files edited since (their hashes alone differ) are the patches check's below.
+    const bool hashes_only = it != header.end() && it->second != now &&
+                             WithoutHashes(it->second) == WithoutHashes(now);
+    if (it != header.end() && it->second != now && !(hashes_only && a.allow_changed_patch))
       return Fail(out, Error{fmt::format("{} was made with the engine '{}'; this run would use "
-                                           "'{}': a schedule replays only under what made it",
-                                           a.schedule, it->second, now),
+                                           "'{}': a schedule replays only under what made it{}",
+                                           a.schedule, it->second, now,
+                                           hashes_only ? " (the same patch files, changed since: "
+                                                         "--allow-changed-patch replays it anyway)"
+                                                       : ""),
                                kExitUsage});
     const auto patches = header.find("patches");
     const std::string given = PatchesHeader(c);
-    if (patches != header.end() && patches->second != given)
-      return Fail(out, Error{fmt::format("{} was made with the patches {}; this run has {}: a "
-                                           "schedule replays only under the patches that made it",
-                                           a.schedule, patches->second,
-                                           given.empty() ? "none" : given),
-                               kExitUsage});
+    if (patches != header.end() && patches->second != given) {
+      // The same files by name, edited since: replayed under --allow-changed-patch, said.
+      const bool same_names = PatchNames(patches->second) == PatchNames(given);
+      if (!(same_names && a.allow_changed_patch))
+        return Fail(out, Error{fmt::format("{} was made with the patches {}; this run has {}: a "
+                                             "schedule replays only under the patches that made "
+                                             "it{}",
+                                             a.schedule, patches->second,
+                                             given.empty() ? "none" : given,
+                                             same_names ? " (the same patch files, changed since: "
+                                                          "--allow-changed-patch replays it "
+                                                          "anyway)"
+                                                        : ""),
+                                 kExitUsage});
+      c.notes(Sprintf("warning: %s was made with the patches %s; their content has changed "
+                      "since (%s): replayed anyway (--allow-changed-patch), and a schedule "
+                      "divergence is the change's\n",
+                      a.schedule.c_str(), patches->second.c_str(), given.c_str()));
+    }
     // The same Triton version can come from other module files: PYTHONPATH is said, both ways.
     const auto pp = header.find("pythonpath");
     if (c.engine == "python" && pp != header.end() && pp->second != EngineEnvironment(c))

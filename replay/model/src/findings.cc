@@ -82,12 +82,17 @@ std::optional<Error> RunError(const ReplayResult& r) {
                                r.model, f.thread, f.thread_name, f.step, f.type, f.message,
                                f.where.empty() ? "" : " at " + f.where),
                    kExitInternal};
-    if (f.code == "divergence")
+    if (f.code == "divergence") {
+      // The real code's schedule depends on its patches too: this run's are named (a raw rs1:
+      // line has no header to say which made it).
+      const bool real = r.engine.rfind("python", 0) == 0;
       return Error{fmt::format("the schedule diverges from this program at step {}: {} (it was "
-                               "made for another trace, fix, model or --reps: replay it with the "
+                               "made for another trace, fix, {} or --reps{}: replay it with the "
                                "options its header names)",
-                               f.step, f.message),
+                               f.step, f.message, real ? "patch, engine" : "model",
+                               real ? "; this run is " + r.engine : ""),
                    kExitDataError};
+    }
   }
   return std::nullopt;
 }

@@ -123,6 +123,9 @@ struct ReplayCommand {
   uint64_t seed = 1;
   std::string schedule;  // a file, or the schedule line itself ("rs1:...")
   bool schedule_given = false;
+  // --allow-changed-patch: a schedule file made with patch files of the same names whose
+  // content has changed since replays all the same, saying so (a divergence may follow).
+  bool allow_changed_patch = false;
   bool recorded = false;
   std::string save;      // --save-schedule
   std::string perfetto;  // --perfetto
@@ -238,6 +241,8 @@ std::map<std::string, std::string> ScheduleHeader(const std::string& path);
 [[nodiscard]] Result<void> ApplyScheduleHeader(const std::string& path, CommandOptions& c);
 // A schedule header's "patches": each --patch file's name and full content hash.
 std::string PatchesHeader(const CommandOptions& c);
+// The file names of a "patches" header, in order, without their hashes.
+std::vector<std::string> PatchNames(const std::string& header);
 // Saves r's schedule with the header that replays it. `seed`: only for a schedule a seeded
 // strategy made. `failure`: the finding it is saved for, as "code at where".
 [[nodiscard]] Result<void> SaveSchedule(const ReplayResult& r, const std::string& path,
