@@ -93,6 +93,11 @@ struct Scheduler::Thread {
   std::array<std::pair<uint64_t, SchedulingPoint>, kHistory> history{};
   size_t history_len = 0;
   size_t history_next = 0;
+  // KeepHistory's copy, reported instead of the ring when kept.
+  std::array<std::pair<uint64_t, SchedulingPoint>, kHistory> kept{};
+  size_t kept_len = 0;
+  size_t kept_next = 0;
+  bool history_kept = false;
   std::vector<ThreadId> joiners;
 };
 
@@ -468,6 +473,16 @@ RunResult Scheduler::Run() {
   return result;
 }
 
+void Scheduler::KeepHistory(ThreadId t) {
+  if (t >= threads_.size()) return;
+  Thread& th = *threads_[t];
+  if (th.history_kept) return;
+  th.kept = th.history;
+  th.kept_len = th.history_len;
+  th.kept_next = th.history_next;
+  th.history_kept = true;
+}
+
 RunResult Scheduler::Collect() {
   RunResult r;
   r.failure = failure_;
@@ -481,9 +496,12 @@ RunResult Scheduler::Collect() {
     s.steps = t->steps;
     s.clock = clocks_[t->id];
     s.finished = t->state == Thread::State::kFinished;
-    const size_t first = (t->history_next + kHistory - t->history_len) % kHistory;
-    for (size_t i = 0; i < t->history_len; ++i) {
-      const auto& [step, point] = t->history[(first + i) % kHistory];
+    const auto& ring = t->history_kept ? t->kept : t->history;
+    const size_t len = t->history_kept ? t->kept_len : t->history_len;
+    const size_t next = t->history_kept ? t->kept_next : t->history_next;
+    const size_t first = (next + kHistory - len) % kHistory;
+    for (size_t i = 0; i < len; ++i) {
+      const auto& [step, point] = ring[(first + i) % kHistory];
       s.last_steps.push_back({step, Describe(point)});
     }
     r.makespan = std::max(r.makespan, s.clock);

@@ -47,6 +47,39 @@ TEST(Scheduler, RunsEveryThreadToTheEnd) {
   EXPECT_EQ(r.schedule.steps(), 18u);
 }
 
+// A thread that goes on after a (silent) failure reports its steps up to the failure once the
+// world keeps its history there; another thread's kept history stops where it was then.
+TEST(Scheduler, KeptHistoryIsTheStepsUpToThatMoment) {
+  uint64_t kept_at = 0;
+  RunResult r = RunRandom(3, [&kept_at](Scheduler& s) {
+    s.Spawn("victim", [&s, &kept_at] {
+      for (int i = 0; i < 40; ++i) {
+        s.Point({Access::kWrite, 0, "victim step"});
+        if (i == 10) {
+          kept_at = s.step();
+          s.KeepHistory(0);
+          s.KeepHistory(1);
+          s.KeepHistory(0);  // the first call counts
+        }
+      }
+    });
+    s.Spawn("other", [&s] {
+      for (int i = 0; i < 40; ++i) s.Point({Access::kWrite, 0, "other step"});
+    });
+  });
+  ASSERT_FALSE(r.failed()) << r.Report();
+  ASSERT_EQ(r.threads.size(), 2u);
+  for (const auto& t : r.threads) {
+    ASSERT_FALSE(t.last_steps.empty());
+    EXPECT_LE(t.last_steps.back().step, kept_at) << t.name;
+  }
+  // The victim's last kept step is the one that kept it: its start and 11 points, of the 41
+  // steps it took.
+  EXPECT_EQ(r.threads[0].last_steps.back().step, kept_at);
+  EXPECT_EQ(r.threads[0].last_steps.size(), 12u);
+  EXPECT_EQ(r.threads[0].steps, 41u);
+}
+
 TEST(Scheduler, SameSeedGivesSameScheduleOverAThousandSeeds) {
   int distinct = 0;
   std::string previous;

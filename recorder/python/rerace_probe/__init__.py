@@ -549,6 +549,10 @@ def install_import_hook():
 def _sync_emit(text):
     if not _enabled:
         return
+    # NVTX marks go through torch: a thread started before the program imported it (a
+    # library's at start-up) is not the step's, and importing torch from here is not ours to do.
+    if _emitter is None and "torch" not in sys.modules:
+        return
     _thread_mark()
     _emit(text)
 

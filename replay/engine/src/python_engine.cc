@@ -103,6 +103,9 @@ void PythonWorld::AddFinding(uint32_t t, const std::string& text) {
   const int64_t other_step = j.value("other_step", int64_t{-1});
   if (other >= 0) f.other = static_cast<uint32_t>(other);
   if (other_step >= 0) f.other_step = static_cast<uint64_t>(other_step);
+  // The report's last steps of both threads are those up to this moment (the thread goes on).
+  s_.KeepHistory(t);
+  if (f.other != UINT32_MAX) s_.KeepHistory(f.other);
   findings_.push_back(std::move(f));
 }
 

@@ -257,6 +257,9 @@ void TunerWorld::Silent(uint32_t thread, std::string code, std::string words, st
   f.words = std::move(words);
   f.other = other;
   f.other_step = other_step;
+  // The report's last steps of both threads are those up to this moment (the thread goes on).
+  s_.KeepHistory(thread);
+  if (other != UINT32_MAX) s_.KeepHistory(other);
   findings_.push_back(std::move(f));
 }
 
@@ -273,6 +276,8 @@ void TunerWorld::Raise(uint32_t thread, std::string code, std::string type, std:
   f.words = std::move(words);
   f.other = other;
   f.other_step = other_step;
+  s_.KeepHistory(thread);
+  if (other != UINT32_MAX) s_.KeepHistory(other);
   throw PyError{std::move(f)};
 }
 

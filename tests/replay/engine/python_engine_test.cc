@@ -10,6 +10,7 @@
 #include <sched.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <ostream>
@@ -135,6 +136,31 @@ TEST(PythonEngine, CopiesOfATunerShareItsHooksAsRecorded) {
     const ReplayResult r = rep.Run(w);
     EXPECT_TRUE(r.findings.empty()) << "seed " << seed << ": " << r.findings.front().code;
   }
+}
+
+// Issue 49, item 7, under the real code: a wrong-restore names the thread that wrote the copies
+// it restored, and the last steps of both end at the failure (the victim goes on).
+TEST(PythonEngine, ASilentFailuresLastStepsEndAtItAndShowTheWriter) {
+  Env e = UseEnv("venv312");
+  if (!e.skip.empty()) GTEST_SKIP() << e.skip;
+  const Program p = testing::LoadSample("triton-none-h200.rrt");
+  Replayer rep(p, PyOptions(e));
+  for (uint64_t seed = 1; seed <= 30; ++seed) {
+    sim::RandomWalk w(seed);
+    const ReplayResult r = rep.Run(w);
+    const auto it = std::find_if(r.findings.begin(), r.findings.end(),
+                                 [](const Finding& f) { return f.code == "wrong-restore"; });
+    if (it == r.findings.end() || it->words.find("restored thread") == std::string::npos) continue;
+    const Finding& f = *it;
+    ASSERT_NE(f.other, UINT32_MAX) << f.words;
+    for (uint32_t t : {f.thread, f.other}) {
+      ASSERT_LT(t, r.run.threads.size());
+      ASSERT_FALSE(r.run.threads[t].last_steps.empty());
+      EXPECT_LE(r.run.threads[t].last_steps.back().step, f.step) << "thread " << t;
+    }
+    return;
+  }
+  FAIL() << "no wrong-restore of a saved copy in 30 seeds";
 }
 
 TEST(PythonEngine, SameSeedSameReport) {

@@ -225,6 +225,29 @@ TEST(Replay, RecordedOrderOfTheSynthTraceRaisesInSevenOfEightThreads) {
   EXPECT_GT(a.left_recording, 0u);
 }
 
+// Issue 49, item 7: a silent failure's thread goes on, but the report's last steps of the
+// threads involved are theirs up to the failure, the thread whose write led to it included.
+TEST(Replay, ASilentFailuresLastStepsEndAtItAndShowTheWriter) {
+  Replayer rep(Default(), WithFix("none"));
+  for (uint64_t s = 1; s <= 200; ++s) {
+    sim::RandomWalk w(s);
+    const ReplayResult r = rep.Run(w);
+    if (r.findings.empty() || !r.findings.front().silent) continue;
+    const Finding& f = r.findings.front();
+    ASSERT_NE(f.other, UINT32_MAX);
+    for (uint32_t t : {f.thread, f.other}) {
+      ASSERT_LT(t, r.run.threads.size());
+      ASSERT_FALSE(r.run.threads[t].last_steps.empty());
+      EXPECT_LE(r.run.threads[t].last_steps.back().step, f.step) << "thread " << t;
+    }
+    const std::string report = FormatReport(r, Default(), "");
+    EXPECT_NE(report.find("  thread " + std::to_string(f.other) + " ("), std::string::npos)
+        << report;
+    return;
+  }
+  FAIL() << "no seed of 200 failed silently first";
+}
+
 TEST(Replay, RepetitionsFoldWithoutLosingTheFailure) {
   ReplayOptions folded = WithFix("none");
   ReplayOptions full = WithFix("none");

@@ -46,9 +46,13 @@ class FakeTensor:
             whose = "its own" if me is not None and me.tid == self.owner else \
                 "thread %d's" % self.owner
             last = control.RUN.last_write_of("restore_copies")
+            # The thread whose pre-hook wrote the copies last is the other one involved.
+            writer = getattr(control.RUN, "last_writer", None)
+            other, other_step, _ = writer("restore_copies") if writer else (-1, -1, "")
             _silent("wrong-restore",
                     "thread %s restored thread %d's saved copy of %s into %s tensor %s%s" % (
-                        me.tid if me else "?", v[1], v[2], whose, self.name, last))
+                        me.tid if me else "?", v[1], v[2], whose, self.name, last),
+                    other=other, other_step=other_step)
         self.value = v
         return self
 
@@ -64,14 +68,15 @@ class FakeTensor:
         return "FakeTensor(%s of thread %d)" % (self.name, self.owner)
 
 
-def _silent(code, words, where=None):
+def _silent(code, words, where=None, other=-1, other_step=-1):
     ts = control.current()
     if ts is None:
         return
     if code in ts.seen:
         return
     ts.seen.add(code)
-    control.RUN.finding(code=code, silent=True, words=words, where=where or _where())
+    extra = {"other": other, "other_step": other_step} if other >= 0 else {}
+    control.RUN.finding(code=code, silent=True, words=words, where=where or _where(), **extra)
 
 
 def _where():

@@ -14,11 +14,9 @@ _ours_cache = {}
 
 
 def _short(filename):
-    """A file's name as reports show it: from site-packages/ or triton/ on, else its base name."""
-    cut = filename.rfind("site-packages/")
-    if cut >= 0:
-        return filename[cut + len("site-packages/"):]
-    return filename.rpartition("/")[2]  # os.path.basename without a Python call (control.Unseen)
+    """A file's name as reports show it: from site-packages/ or its package (triton/, fla/) on,
+    else its base name (site_path, below)."""
+    return site_path(filename)
 
 
 def is_ours(filename):

@@ -262,6 +262,10 @@ class Scheduler {
   bool tearing_down() const { return tearing_down_; }
   size_t thread_count() const { return threads_.size(); }
   const std::string& ThreadName(ThreadId t) const;
+  // Keeps thread t's last steps as they are now for its ThreadSummary::last_steps (a failure's
+  // moment: a thread that goes on after a silent failure would otherwise report later steps);
+  // the first call per thread counts. Copies a fixed-size ring: no allocation.
+  void KeepHistory(ThreadId t);
 
  private:
   struct Thread;
