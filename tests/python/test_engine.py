@@ -430,3 +430,55 @@ class ReachTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+@unittest.skipIf(triton is None, SKIP)
+class PatchDescriptionTest(unittest.TestCase):
+    """What a patch changed, as the engine says it (issue 49, item 5)."""
+
+    def test_a_functools_wraps_wrapper_is_named_by_its_own_code(self):
+        import functools
+        from rerace_real import engine_setup
+
+        def stock(self):
+            return 1
+
+        @functools.wraps(stock)
+        def wrapper(self):
+            return stock(self)
+
+        text = engine_setup._describe(wrapper)
+        line = wrapper.__code__.co_firstlineno
+        self.assertIn("(test_engine.py:%d), a wrapper of " % line, text)
+        self.assertIn("stock", text)
+
+    def test_a_patch_of_a_recorded_subclass_is_a_change_and_a_replacement(self):
+        import tempfile
+        from rerace_real import engine_setup
+
+        class CachedTuner(autotuner.Autotuner):
+            def run(self, *args, **kwargs):
+                return super().run(*args, **kwargs)
+
+        sys.modules[__name__].CachedTuner = CachedTuner
+        setup = engine_setup.Setup.__new__(engine_setup.Setup)
+        setup.autotuner = autotuner
+        setup.tuner_classes = {__name__ + ".CachedTuner": CachedTuner}
+        setup.reach = reach.Reach()
+        with tempfile.NamedTemporaryFile("w", suffix="_fla_patch.py", delete=False) as f:
+            f.write("import sys\n"
+                    "C = sys.modules[%r].CachedTuner\n" % __name__ +
+                    "stock = C.run\n"
+                    "def run(self, *a, **k):\n"
+                    "    return stock(self, *a, **k)\n"
+                    "C.run = run\n")
+        try:
+            before = engine_setup._class_attrs(autotuner.Autotuner)
+            out = setup._import_patch(0, f.name, before)
+        finally:
+            os.unlink(f.name)
+            del sys.modules[__name__].CachedTuner
+        self.assertEqual(len(out["changed"]), 1, out["changed"])
+        self.assertTrue(out["changed"][0].startswith("CachedTuner.run -> function run ("),
+                        out["changed"])
+        self.assertEqual([r["name"] for r in setup.reach.info()], ["CachedTuner.run"])

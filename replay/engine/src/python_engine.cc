@@ -354,8 +354,9 @@ std::string DescribeEngine(const std::string& info_json) {
       out += fmt::format("\npatch {}{}{}: {}", detail::ShownPath(p.value("file", "?")),
                          sha.empty() ? "" : " (sha256 " + sha.substr(0, 8) + ")",
                          p.value("recorded", false) ? " (named by the recording, imported)" : "",
-                         changed.empty() ? std::string("changed nothing in Autotuner (applied, no effect "
-                                                       "on the tuner class)")
+                         changed.empty() ? std::string("changed nothing in Autotuner or the recorded "
+                                                       "tuner classes (applied, no effect on the "
+                                                       "tuner class)")
                                          : fmt::format("{}", fmt::join(changed, "; ")));
     }
   return out;

@@ -34,6 +34,12 @@ def _class_attrs(cls):
     return out
 
 
+def _own_attrs(cls):
+    """What a patch may change of a subclass itself (its own functions and descriptors)."""
+    return {name: v for name, v in vars(cls).items()
+            if not name.startswith("__") or name in ("__init__", "__call__")}
+
+
 _PATCH_MODULE = "rerace_patch_"  # the module name a --patch file is imported under
 
 
@@ -43,6 +49,13 @@ def _describe(v):
     qn = getattr(f, "__qualname__", None) or type(v).__qualname__
     kind = type(v).__name__
     code = getattr(f, "__code__", None)
+    wrapped = getattr(f, "__wrapped__", None)
+    if wrapped is not None and code is not None:
+        # functools.wraps copied the wrapped function's names onto the wrapper: name the
+        # wrapper by its own code, and what it wraps.
+        return "%s %s (%s:%d), a wrapper of %s" % (
+            kind, getattr(code, "co_qualname", code.co_name), os.path.basename(code.co_filename),
+            code.co_firstlineno, "%s.%s" % (mod, qn))
     if mod.startswith(_PATCH_MODULE) and code is not None:
         # A --patch file's module name is this engine's own: name the user's file instead.
         return "%s %s (%s:%d)" % (kind, qn, os.path.basename(code.co_filename), code.co_firstlineno)
@@ -291,6 +304,9 @@ class Setup:
         mod = importlib.util.module_from_spec(spec)
         sys.modules[name] = mod
         cls = self.autotuner.Autotuner  # the class object the patch finds (it may rebind the name)
+        # The recorded tuner classes besides Autotuner (FLA's CachedAutotuner, a team's): what
+        # the patch changes of their own is a change of the class being replayed.
+        subs = {name: (sub, _own_attrs(sub)) for name, sub in sorted(self.tuner_classes.items())}
         try:
             spec.loader.exec_module(mod)
         except SyntaxError as e:
@@ -309,6 +325,14 @@ class Setup:
                "changed": ["Autotuner.%s -> %s" % (n, _describe(after[n]))
                            if n in after else "Autotuner.%s removed" % n
                            for n in changed]}
+        for name, (sub, sub_before) in subs.items():
+            sub_after = _own_attrs(sub)
+            label = sub.__name__
+            for n in sorted(set(sub_before) | set(sub_after)):
+                if sub_before.get(n) is not sub_after.get(n):
+                    out["changed"].append("%s.%s -> %s" % (label, n, _describe(sub_after[n]))
+                                          if n in sub_after else "%s.%s removed" % (label, n))
+            self.reach.note(label, sub_before, sub_after, source=path)
         now = self.autotuner.Autotuner
         if now is not cls:
             # A reload, or a subclass put in its place: what the patch changed is on the old
