@@ -4,7 +4,6 @@
 // Python thread, in the order they were emitted), then both engines. On the GPU the same step
 // raised KeyError: 'y_ptr' in 7 of 8 threads; here the real code raises it in this process too.
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <cstdio>
 #include <map>
@@ -19,10 +18,6 @@
 #include "../samples.h"
 #include "probe_steps.h"
 
-#ifndef RERACE_PY_ROOT
-#define RERACE_PY_ROOT ""
-#endif
-
 namespace rerace::replay {
 namespace {
 
@@ -31,10 +26,8 @@ using testing::RunStep;
 using testing::Step;
 
 TEST(ProbePath, CopiesOfARealTunerRecordedThroughTheRecorderFailUnderBothEngines) {
-  const std::string python = std::string(RERACE_PY_ROOT) + "/venv/bin/python";
-  if (access(python.c_str(), X_OK) != 0) GTEST_SKIP() << python << " is missing";
   std::string why;
-  const Step step = RunStep(python, "copies_step.py", "8 copies", &why);
+  const Step step = RunStep("copies_step.py", "8 copies", &why);
   if (!why.empty()) GTEST_SKIP() << why;
   ASSERT_FALSE(step.marks.empty());
   const std::string path = Record(step, "copies");
@@ -63,7 +56,7 @@ TEST(ProbePath, CopiesOfARealTunerRecordedThroughTheRecorderFailUnderBothEngines
     if (f.code == "in-param-not-in-cache") raised.insert(f.thread);
   EXPECT_EQ(raised, recorded_raisers);
   // The real code, replayed: the KeyError.
-  Replayer real(*p, rerace::replay::testing::EngineOptions(python, "", "none"));
+  Replayer real(*p, rerace::replay::testing::EngineOptions(testing::VenvPython(), "", "none"));
   auto info = real.StartEngine();
   ASSERT_TRUE(info.ok()) << info.error().message;
   bool key_error = false;
@@ -79,10 +72,8 @@ TEST(ProbePath, CopiesOfARealTunerRecordedThroughTheRecorderFailUnderBothEngines
 
 // The same path with one tuner that every thread calls: the recorded order is followed.
 TEST(ProbePath, OneTunerRecordedThroughTheRecorderReplaysItsRaisers) {
-  const std::string python = std::string(RERACE_PY_ROOT) + "/venv/bin/python";
-  if (access(python.c_str(), X_OK) != 0) GTEST_SKIP() << python << " is missing";
   std::string why;
-  const Step step = RunStep(python, "copies_step.py", "8 one", &why);
+  const Step step = RunStep("copies_step.py", "8 one", &why);
   if (!why.empty()) GTEST_SKIP() << why;
   const std::string path = Record(step, "one");
   auto p = ReadProgram(path);

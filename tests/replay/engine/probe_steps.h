@@ -13,13 +13,19 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <unistd.h>
 #include <utility>
 #include <vector>
 
+#include "rerace/base/result.h"
 #include "rerace/recorder/recorder.h"
+#include "rerace/replay/model/program.h"
 
 #ifndef RERACE_SOURCE_DIR
 #define RERACE_SOURCE_DIR "."
+#endif
+#ifndef RERACE_PY_ROOT
+#define RERACE_PY_ROOT ""
 #endif
 
 namespace rerace::replay::testing {
@@ -29,11 +35,21 @@ struct Step {
   std::vector<std::string> errors;
 };
 
-// Runs tests/python/`script` `args` with `python` (the probe and test_probe.py on its path);
-// an empty step and `why` when it cannot run.
-inline Step RunStep(const std::string& python, const std::string& script,
-                    const std::string& args, std::string* why) {
+// The Python of tools/scripts/python-envs.sh's venv (Triton 3.6), or "" when it is missing.
+inline std::string VenvPython() {
+  const std::string python = std::string(RERACE_PY_ROOT) + "/venv/bin/python";
+  return access(python.c_str(), X_OK) == 0 ? python : std::string();
+}
+
+// Runs tests/python/`script` `args` with the venv's Python (the probe and test_probe.py on its
+// path); an empty step and `why` when it cannot run (no venv, or the script failed).
+inline Step RunStep(const std::string& script, const std::string& args, std::string* why) {
   Step s;
+  const std::string python = VenvPython();
+  if (python.empty()) {
+    *why = std::string(RERACE_PY_ROOT) + "/venv/bin/python is missing";
+    return s;
+  }
   const std::string src = RERACE_SOURCE_DIR;
   const std::string cmd = "PYTHONPATH=" + src + "/recorder/python:" + src + "/tests/python " +
                           python + " " + src + "/tests/python/" + script + " " + args + " 2>&1";
@@ -99,6 +115,20 @@ inline std::string Record(const Step& step, const std::string& tag) {
   for (auto& t : threads) t.join();
   EXPECT_TRUE(r.Stop({}).ok());
   return path;
+}
+
+// The step without its synchronization marks: what a probe before them recorded.
+inline Step WithoutSyncMarks(Step step) {
+  std::erase_if(step.marks, [](const auto& m) { return m.second.rfind("rerace:sync ", 0) == 0; });
+  return step;
+}
+
+// The step through the recorder, read back as a program; the trace file is removed.
+inline Result<Program> ReadRecorded(const Step& step, const std::string& tag) {
+  const std::string path = Record(step, tag);
+  auto program = ReadProgram(path);
+  std::remove(path.c_str());
+  return program;
 }
 
 }  // namespace rerace::replay::testing

@@ -5,9 +5,7 @@
 // run the calls one after the other: the check holds (the second call finds the key tuned);
 // the same marks without the rerace:sync ones run them as concurrent, and the check FAILS.
 #include <gtest/gtest.h>
-#include <unistd.h>
 
-#include <cstdio>
 #include <string>
 
 #include "rerace/replay/engine/replay.h"
@@ -18,36 +16,27 @@
 #include "../samples.h"
 #include "probe_steps.h"
 
-#ifndef RERACE_PY_ROOT
-#define RERACE_PY_ROOT ""
-#endif
-
 namespace rerace::replay {
 namespace {
 
-using testing::Record;
+using testing::ReadRecorded;
 using testing::RunStep;
 using testing::Step;
+using testing::VenvPython;
+using testing::WithoutSyncMarks;
 
 class SyncPath : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(SyncPath, TheRecordedEdgeIsTheOnlyOrderAndTheReplayKeepsIt) {
-  const std::string python = std::string(RERACE_PY_ROOT) + "/venv/bin/python";
-  if (access(python.c_str(), X_OK) != 0) GTEST_SKIP() << python << " is missing";
   std::string why;
-  const Step step = RunStep(python, "sync_step.py", GetParam(), &why);
+  const Step step = RunStep("sync_step.py", GetParam(), &why);
   if (!why.empty()) GTEST_SKIP() << why;
   ASSERT_TRUE(step.errors.empty()) << step.errors.front();
-  Step bare = step;
-  std::erase_if(bare.marks, [](const auto& m) { return m.second.rfind("rerace:sync ", 0) == 0; });
+  const Step bare = WithoutSyncMarks(step);
   ASSERT_LT(bare.marks.size(), step.marks.size());
 
-  const std::string with_path = Record(step, std::string("sync-") + GetParam());
-  const std::string without_path = Record(bare, std::string("nosync-") + GetParam());
-  auto with = ReadProgram(with_path);
-  auto without = ReadProgram(without_path);
-  std::remove(with_path.c_str());
-  std::remove(without_path.c_str());
+  auto with = ReadRecorded(step, std::string("sync-") + GetParam());
+  auto without = ReadRecorded(bare, std::string("nosync-") + GetParam());
   ASSERT_TRUE(with.ok()) << with.error().message;
   ASSERT_TRUE(without.ok()) << without.error().message;
   ASSERT_EQ(with->calls.size(), 2u);
@@ -70,7 +59,7 @@ TEST_P(SyncPath, TheRecordedEdgeIsTheOnlyOrderAndTheReplayKeepsIt) {
   EXPECT_EQ(FormatReport(rep.Run(a), *with, ""), FormatReport(rep.Run(b), *with, ""));
 
   // The real code, replayed: the same answers.
-  const ReplayOptions real = testing::EngineOptions(python, "", "none");
+  const ReplayOptions real = testing::EngineOptions(VenvPython(), "", "none");
   const BoundedVerdict real_held = CheckFixBounded(*with, real, 16, 2000, false);
   EXPECT_TRUE(real_held.verdict.holds);
   EXPECT_TRUE(real_held.Complete()) << "exhausted " << real_held.exhausted << " naive " << real_held.naive << " cut " << real_held.cut << " explored " << real_held.verdict.explored;
@@ -84,19 +73,12 @@ TEST_P(SyncPath, TheRecordedEdgeIsTheOnlyOrderAndTheReplayKeepsIt) {
 // without the marks the serial calls replay as concurrent and both fail, as the recording made
 // before them (triton-prewarm-patched-h200.rrt) does.
 TEST(SyncPathPrewarm, WithTheRecordedOrderTheRealCodeHoldsAndNoScheduleTunesConcurrently) {
-  const std::string python = std::string(RERACE_PY_ROOT) + "/venv/bin/python";
-  if (access(python.c_str(), X_OK) != 0) GTEST_SKIP() << python << " is missing";
   std::string why;
-  const Step step = RunStep(python, "sync_step.py", "prewarm", &why);
+  const Step step = RunStep("sync_step.py", "prewarm", &why);
   if (!why.empty()) GTEST_SKIP() << why;
   ASSERT_TRUE(step.errors.empty()) << step.errors.front();
-  Step bare = step;
-  std::erase_if(bare.marks, [](const auto& m) { return m.second.rfind("rerace:sync ", 0) == 0; });
-  const std::string with_path = Record(step, "prewarm"), without_path = Record(bare, "prewarm-bare");
-  auto with = ReadProgram(with_path);
-  auto without = ReadProgram(without_path);
-  std::remove(with_path.c_str());
-  std::remove(without_path.c_str());
+  auto with = ReadRecorded(step, "prewarm");
+  auto without = ReadRecorded(WithoutSyncMarks(step), "prewarm-bare");
   ASSERT_TRUE(with.ok()) << with.error().message;
   ASSERT_TRUE(without.ok()) << without.error().message;
   ASSERT_EQ(with->calls.size(), 16u);
@@ -122,7 +104,7 @@ TEST(SyncPathPrewarm, WithTheRecordedOrderTheRealCodeHoldsAndNoScheduleTunesConc
   }
   EXPECT_EQ(raced_with, 0);
   EXPECT_GT(raced_without, 0);
-  const ReplayOptions real = testing::EngineOptions(python, "", "none");
+  const ReplayOptions real = testing::EngineOptions(VenvPython(), "", "none");
   EXPECT_TRUE(CheckFixBounded(*with, real, 1, 300, false).verdict.holds);
   EXPECT_FALSE(CheckFixBounded(*without, real, 1, 300, false).verdict.holds);
 }
@@ -130,13 +112,12 @@ TEST(SyncPathPrewarm, WithTheRecordedOrderTheRealCodeHoldsAndNoScheduleTunesConc
 // The recording made before the probe recorded synchronization holds with the order its
 // timing shows (--order-from-timing), under the real code too.
 TEST(SyncPathPrewarm, TheOldRecordingHoldsUnderTheRealCodeWithTheOrderFromItsTiming) {
-  const std::string python = std::string(RERACE_PY_ROOT) + "/venv/bin/python";
-  if (access(python.c_str(), X_OK) != 0) GTEST_SKIP() << python << " is missing";
+  if (VenvPython().empty()) GTEST_SKIP() << RERACE_PY_ROOT << "/venv/bin/python is missing";
   Program p = testing::LoadSample("triton-prewarm-patched-h200.rrt");
   EXPECT_FALSE(p.sync_recorded);
   ASSERT_GT(OrderFromTiming(p), 0u);
   const BoundedVerdict v =
-      CheckFixBounded(p, testing::EngineOptions(python, "", "none"), 1, 300, false);
+      CheckFixBounded(p, testing::EngineOptions(VenvPython(), "", "none"), 1, 300, false);
   EXPECT_TRUE(v.verdict.holds);
 }
 
@@ -168,9 +149,7 @@ TEST(SyncOrder, MarksInsideACallAndUnknownPrimitivesOrderNothing) {
                            {"B", "rerace:sync kind=acquire what=Semaphore obj=0x2 seq=0"},
                            {"B", Begin("0x10")},
                            {"B", End("0x10")}});
-  const std::string path = Record(step, "in-call");
-  auto p = ReadProgram(path);
-  std::remove(path.c_str());
+  auto p = ReadRecorded(step, "in-call");
   ASSERT_TRUE(p.ok()) << p.error().message;
   EXPECT_TRUE(p->sync_recorded);
   EXPECT_TRUE(p->call_after.empty());
@@ -193,9 +172,7 @@ TEST(SyncOrder, AnOrderPassesThroughAThreadWithoutCallsAndAQueuePairsByItem) {
                            {"B", Begin("0x10")},
                            {"B", End("0x10")},
                            {"B", "rerace:sync kind=overflow what=Event obj=0x0 seq=3"}});
-  const std::string path = Record(step, "chain");
-  auto p = ReadProgram(path);
-  std::remove(path.c_str());
+  auto p = ReadRecorded(step, "chain");
   ASSERT_TRUE(p.ok()) << p.error().message;
   ASSERT_EQ(p->calls.size(), 3u);
   ASSERT_EQ(p->call_after.size(), 3u);
