@@ -13,6 +13,13 @@ from typing import Any, Optional
 from ._run import shell
 
 
+def _get(d: dict[str, Any], key: str, default: Any) -> Any:
+    """``d[key]``, or ``default`` where it is absent or null (the JSON writes null for what a
+    result lacks: docs/JSON.md)."""
+    v = d.get(key)
+    return default if v is None else v
+
+
 def engine_named(base: list[str], engine: str) -> list[str]:
     """A replay command's options naming the engine that ran (``engine``: the JSON's, "python:
     ..." or "model ..."), so that it replays the same code whatever the default (auto) finds."""
@@ -73,11 +80,11 @@ class Finding:
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> "Finding":
-        return cls(kind=d.get("code", ""), thread=int(d.get("thread", 0)),
-                   thread_name=d.get("thread_name", ""), step=int(d.get("step", 0)),
-                   place=d.get("where", ""), type=d.get("type", ""),
-                   message=d.get("message", ""), words=d.get("words", ""),
-                   silent=bool(d.get("silent", False)))
+        return cls(kind=_get(d, "code", ""), thread=int(_get(d, "thread", -1)),
+                   thread_name=_get(d, "thread_name", ""), step=int(_get(d, "step", 0)),
+                   place=_get(d, "where", ""), type=_get(d, "type", ""),
+                   message=_get(d, "message", ""), words=_get(d, "words", ""),
+                   silent=bool(_get(d, "silent", False)))
 
     def __str__(self) -> str:
         return (f"{self.kind} in thread {self.thread} ({self.thread_name}) at step {self.step}: "
@@ -104,15 +111,15 @@ class Run:
     @classmethod
     def from_json(cls, d: dict[str, Any], base: list[str]) -> "Run":
         """``base``: the replay command's options besides trace and schedule (fix, engine...)."""
-        schedule = d.get("schedule", "")
-        cmd = ["rerace", "replay", d.get("trace", ""), "--schedule", schedule,
-               *engine_named(base, d.get("engine", ""))]
-        return cls(trace=d.get("trace", ""), fix=d.get("fix", ""), engine=d.get("engine", ""),
-                   strategy=d.get("strategy", ""), failed=bool(d.get("failed", False)),
-                   steps=int(d.get("steps", 0)),
+        schedule = _get(d, "schedule", "")
+        cmd = ["rerace", "replay", _get(d, "trace", ""), "--schedule", schedule,
+               *engine_named(base, _get(d, "engine", ""))]
+        return cls(trace=_get(d, "trace", ""), fix=_get(d, "fix", ""), engine=_get(d, "engine", ""),
+                   strategy=_get(d, "strategy", ""), failed=bool(_get(d, "failed", False)),
+                   steps=int(_get(d, "steps", 0)),
                    findings=[Finding.from_json(f) for f in d.get("findings", [])],
                    schedule=schedule, replay_command=shell(cmd) if schedule else "",
-                   patch_reach=list(d.get("patch_reach", [])), json=d)
+                   patch_reach=list(_get(d, "patch_reach", [])), json=d)
 
     def describe(self) -> str:
         lines = [f"{len(self.findings)} finding(s) under {self.strategy}:"]
@@ -152,7 +159,7 @@ class Search:
     its own schedules, not every interleaving with at most ``bound`` preemptions."""
 
     method: str
-    bound: int
+    bound: Optional[int]  # None where no systematic search ran
     runs: int
     max_runs: int
     exhausted: bool
@@ -163,11 +170,11 @@ class Search:
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> "Search":
-        return cls(method=d.get("method", ""), bound=int(d.get("bound", 0)),
-                   runs=int(d.get("runs", 0)), max_runs=int(d.get("max_runs", 0)),
-                   exhausted=bool(d.get("exhausted", False)), sampled=int(d.get("sampled", 0)),
-                   probed=int(d.get("probed", 0)), cut=int(d.get("cut", 0)),
-                   complete=bool(d.get("complete", False)))
+        return cls(method=_get(d, "method", ""), bound=None if d.get("bound") is None else int(d["bound"]),
+                   runs=int(_get(d, "runs", 0)), max_runs=int(_get(d, "max_runs", 0)),
+                   exhausted=bool(_get(d, "exhausted", False)), sampled=int(_get(d, "sampled", 0)),
+                   probed=int(_get(d, "probed", 0)), cut=int(_get(d, "cut", 0)),
+                   complete=bool(_get(d, "complete", False)))
 
 
 @dataclass(frozen=True)
@@ -186,9 +193,9 @@ class Certificate:
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> "Certificate":
-        return cls(threads=int(d.get("threads", 0)), of=int(d.get("of", 0)),
-                   classes=int(d.get("classes", 0)), combinations=int(d.get("combinations", 0)),
-                   runs=int(d.get("runs", 0)), complete=bool(d.get("complete", False)))
+        return cls(threads=int(_get(d, "threads", 0)), of=int(_get(d, "of", 0)),
+                   classes=int(_get(d, "classes", 0)), combinations=int(_get(d, "combinations", 0)),
+                   runs=int(_get(d, "runs", 0)), complete=bool(_get(d, "complete", False)))
 
 
 @dataclass(frozen=True)
@@ -245,7 +252,7 @@ class CheckResult:
     def from_json(cls, d: dict[str, Any], exit_code: int, cmd: list[str],
                   replay_base: list[str]) -> "CheckResult":
         ce = d.get("counterexample")
-        verdict = d.get("verdict", "")
+        verdict = _get(d, "verdict", "")
         # The exit code is the command line's verdict; a JSON that disagrees is a bug in one of
         # the two, which must not read as a pass.
         expected = {0: "holds", 1: "fails", 3: "inconclusive"}.get(exit_code)
@@ -253,17 +260,17 @@ class CheckResult:
             from ._errors import Error
             raise Error(f"check printed verdict {verdict!r} but exited {exit_code} "
                         f"(expected {expected!r})", 70, cmd)
-        return cls(trace=d.get("trace", ""), fix=d.get("fix", ""),
-                   patches=[p.get("file", "") for p in d.get("patches", [])],
-                   engine=d.get("engine", ""), verdict=verdict,
-                   explored=int(d.get("explored", 0)),
+        return cls(trace=_get(d, "trace", ""), fix=_get(d, "fix", ""),
+                   patches=[_get(p, "file", "") for p in d.get("patches", [])],
+                   engine=_get(d, "engine", ""), verdict=verdict,
+                   explored=int(_get(d, "explored", 0)),
                    search=Search.from_json(d.get("search", {})),
                    # A certificate's counterexample is a run of a sub-program: --only replays it.
                    counterexample=Run.from_json(ce, replay_base + (["--only", d["only"]]
                                                                    if d.get("only") else []))
                    if ce else None,
                    cost=d.get("cost"), exit_code=exit_code, command=shell(cmd),
-                   assumed=d.get("assumed", ""), json=d,
+                   assumed=_get(d, "assumed", ""), json=d,
                    certificate=Certificate.from_json(d["certificate"]) if d.get("certificate") else None)
 
     def __bool__(self) -> bool:
@@ -376,19 +383,19 @@ class FuzzResult:
                   replay_base: list[str]) -> "FuzzResult":
         traces = []
         for t in d.get("traces", []):
-            fails = [FuzzFailure(failure=f.get("failure", ""), seed=int(f.get("seed", 0)),
-                                 schedule=f.get("schedule", ""),
-                                 thread_name=f.get("thread_name", ""), type=f.get("type", ""),
-                                 message=f.get("message", ""), words=f.get("words", ""),
-                                 silent=bool(f.get("silent", False)),
-                                 replay_command=shell(["rerace", "replay", t.get("trace", ""),
-                                                       "--schedule", f.get("schedule", ""),
+            fails = [FuzzFailure(failure=_get(f, "failure", ""), seed=int(_get(f, "seed", 0)),
+                                 schedule=_get(f, "schedule", ""),
+                                 thread_name=_get(f, "thread_name", ""), type=_get(f, "type", ""),
+                                 message=_get(f, "message", ""), words=_get(f, "words", ""),
+                                 silent=bool(_get(f, "silent", False)),
+                                 replay_command=shell(["rerace", "replay", _get(t, "trace", ""),
+                                                       "--schedule", _get(f, "schedule", ""),
                                                        *engine_named(replay_base,
-                                                                     t.get("engine", ""))]))
+                                                                     _get(t, "engine", ""))]))
                      for f in t.get("failures", [])]
-            traces.append(FuzzTrace(trace=t.get("trace", ""), fix=t.get("fix", ""),
-                                    engine=t.get("engine", ""), runs=int(t.get("runs", 0)),
-                                    failing=int(t.get("failing", 0)), failures=fails))
+            traces.append(FuzzTrace(trace=_get(t, "trace", ""), fix=_get(t, "fix", ""),
+                                    engine=_get(t, "engine", ""), runs=int(_get(t, "runs", 0)),
+                                    failing=int(_get(t, "failing", 0)), failures=fails))
         return cls(traces=traces, exit_code=exit_code, command=shell(cmd), json=d)
 
     def __repr__(self) -> str:

@@ -147,8 +147,8 @@ const Case kCases[] = {
 
 INSTANTIATE_TEST_SUITE_P(Cases, PatchReach, ::testing::ValuesIn(kCases));
 
-// check --junit with the real code and a user's patch: the case names the patch file by content
-// hash, and carries what ran (the engine, its Python and Triton, the patch's replacement) and
+// check --junit with the real code and a user's patch: the case names the patch file by its name
+// (its content hash in a property, so an edit keeps the case's history), and carries what ran (the engine, its Python and Triton, the patch's replacement) and
 // where the patch was entered, as the text's notes and lines say them.
 TEST(PatchReachJunit, TheCaseNamesThePatchTheEngineAndTheReach) {
   const std::string exe = std::string(RERACE_PY_ROOT) + "/venv/bin/python";
@@ -161,7 +161,8 @@ TEST(PatchReachJunit, TheCaseNamesThePatchTheEngineAndTheReach) {
   std::ifstream in(xml_path);
   const std::string xml((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   for (const std::string& s :
-       {std::string("name=\"patch reach_works.py (sha256 "), std::string("<property name=\"engine\" value=\"python\"/>"),
+       {std::string("name=\"patch reach_works.py\""), std::string("<property name=\"sha256 reach_works.py\" value=\""),
+        std::string("<property name=\"engine\" value=\"python\"/>"),
         std::string("<system-out>verdict: patch reach_works.py (sha256 "),
         std::string("engine: the real tuner code: Python "), std::string(", Triton "),
         std::string("patch reach (in the first schedule checked): your Autotuner.run replacement "

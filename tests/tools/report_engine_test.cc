@@ -170,7 +170,7 @@ TEST(ReportMerge, EngineShardsMergeToOneRunsRaces) {
   for (const char* shard : {"0", "1"}) {
     const CliRun r = Rerace(run + " --runs 6 --shard " + shard + "/2");
     ASSERT_EQ(r.code, 1) << r.out;
-    const size_t at = r.out.find("{\"rerace_fuzz\"");
+    const size_t at = r.out.find("{\"schema_version\"");
     ASSERT_NE(at, std::string::npos) << r.out;
     std::ofstream(dir + "/r" + shard + ".json") << r.out.substr(at, r.out.find('\n', at) - at) << "\n";
   }

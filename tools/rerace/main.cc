@@ -1,15 +1,36 @@
 // rerace: the command line. Each subcommand lives in its own file and registers itself here.
 #include <fmt/format.h>
 
+#include <sys/ioctl.h>
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
 #include <csignal>
 #include <cstdio>
 #include <exception>
+#include <memory>
 #include <string>
 
 #include "commands.h"
 #include "output.h"
 #include "rerace/base/result.h"
+#include "rerace/base/wrap.h"
+
+namespace {
+
+// --help wrapped to the terminal's width, 80 columns when standard output is not a terminal
+// (a pipe, a file: the same text wherever it is read, as docs/CLI.md is).
+class WrappedHelp : public CLI::Formatter {
+ public:
+  std::string make_help(const CLI::App* app, std::string name, CLI::AppFormatMode mode) const override {
+    size_t width = 80;
+    struct winsize ws {};
+    if (isatty(1) && ioctl(1, TIOCGWINSZ, &ws) == 0 && ws.ws_col >= 40) width = ws.ws_col;
+    return rerace::WrapHelp(CLI::Formatter::make_help(app, std::move(name), mode), width);
+  }
+};
+
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{
@@ -23,6 +44,7 @@ int main(int argc, char** argv) {
       "closed pipe on standard output), 78 configuration (--python-exe is not a Python that "
       "starts the engine)."};
   app.name("rerace");
+  app.formatter(std::make_shared<WrappedHelp>());  // before the subcommands: they take it over
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("rerace ") + RERACE_VERSION);
   rerace::tools::CommandTable table;

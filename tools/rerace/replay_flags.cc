@@ -1,6 +1,8 @@
 // tools/rerace/replay_flags.cc: the flags replay, fuzz and check share (see replay_flags.h).
 #include "replay_flags.h"
 
+#include "rerace/base/wrap.h"
+
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -140,16 +142,37 @@ replay::CommandOptions ParsedOptions(const CommonFlags& f) {
   o.watchdog_seconds = watchdog ? *watchdog : 60;
   o.colour = UseColour();
   // What the report printed so far goes out first: a note follows it as the command said them.
+  // Every line of prose under kReportWidth columns (rerace/base/wrap.h); JSON and the commands
+  // to copy stay whole.
   o.notes = [](const std::string& text) {
     std::fflush(stdout);
-    std::fputs(text.c_str(), stderr);
+    std::fputs(Wrapped(text).c_str(), stderr);
   };
-  o.report = [](const std::string& text) { std::fputs(text.c_str(), stdout); };
+  o.report = [](const std::string& text) { std::fputs(Wrapped(text).c_str(), stdout); };
   return o;
 }
 
+std::string Wrapped(const std::string& text) {
+  // RERACE_REPORT_WIDTH: the columns a report's prose is wrapped at (default kReportWidth); 0
+  // leaves every line whole, for a script that reads the text. Read once.
+  static const size_t width = [] {
+    const char* v = std::getenv("RERACE_REPORT_WIDTH");
+    if (v == nullptr || *v == '\0') return kReportWidth;
+    const std::string s = v;
+    const bool digits = s.size() <= 6 && s.find_first_not_of("0123456789") == std::string::npos;
+    const size_t n = digits ? std::stoul(s) : 1;
+    if (n != 0 && n < 40) {
+      std::fprintf(stderr, "rerace: error: RERACE_REPORT_WIDTH=%s: not a width (0 for no wrapping, "
+                           "or 40 columns or more)\n", v);
+      std::exit(kExitUsage);
+    }
+    return n == 0 ? std::string::npos : n;
+  }();
+  return width == std::string::npos ? text : WrapReport(text, width);
+}
+
 int PrintOutput(const replay::CommandOutput& output) {
-  std::fputs(output.out.c_str(), stdout);
+  std::fputs(Wrapped(output.out).c_str(), stdout);
   if (output.error) return ReportError(*output.error);
   return output.exit_code;
 }

@@ -35,6 +35,8 @@ replay::CommandOptions ParsedOptions(const CommonFlags& flags);
 
 // Prints the command's report on standard output, then its error, if any, on standard error;
 // returns its exit code.
+// A report's text wrapped as RERACE_REPORT_WIDTH says (default 160 columns; rerace/base/wrap.h).
+std::string Wrapped(const std::string& text);
 int PrintOutput(const replay::CommandOutput& output);
 
 // Progress lines on standard error: only on a terminal, without --json and NO_PROGRESS unset.

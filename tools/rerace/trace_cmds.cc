@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 
 #include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 #include <cstdio>
 #include <limits>
 #include <map>
@@ -14,6 +15,7 @@
 #include "commands.h"
 #include "flags.h"
 #include "rerace/base/result.h"
+#include "rerace/base/wrap.h"
 #include "rerace/replay/model/program.h"
 #include "rerace/replay/report/timeline.h"
 #include "rerace/traces/reader.h"
@@ -64,6 +66,7 @@ class Summary {
               ti.arg_names = te.arg_names;
               ti.restore_value = te.restore_value;
               ti.reset_to_zero = te.reset_to_zero;
+              ReadVersions(te.detail, ti);
             }
           }
           if (te.kind == TunerKind::kBenchEnd) ++ti.benches;
@@ -78,7 +81,8 @@ class Summary {
 
   // `mangled`: kernel names as recorded; `full_names`: as the source spells them (Demangle);
   // otherwise short (ShortKernelName), as Nsight Systems shows them.
-  std::string Text(const Trace& t, const std::string& path, bool mangled, bool full_names) const {
+  // `all`: every tuner, not only those called (an FLA import makes ~200 that never are).
+  std::string Text(const Trace& t, const std::string& path, bool mangled, bool full_names, bool all) const {
     auto kernel_name = [mangled, full_names](const std::string& raw) {
       return mangled ? raw : full_names ? replay::Demangle(raw) : replay::ShortKernelName(raw);
     };
@@ -116,9 +120,20 @@ class Summary {
     }
     out += fmt::format("kernel timings: {} timed, {} without timing\n", timed_, untimed_);
     if (!tuners_.empty()) out += "tuners:\n";
+    size_t uncalled = 0;
     for (const auto& [id, ti] : tuners_) {
+      if (!all && ti.calls == 0 && ti.benches == 0) {
+        ++uncalled;
+        continue;
+      }
       out += fmt::format("  {:#x} {} ({}): {} calls, {} config benchmarks, keys: {}\n", id, ti.kernel,
                          ti.cls, ti.calls, ti.benches, fmt::join(ti.keys, ", "));
+      // FLA's version, as the probe's metadata of its first call recorded it (where that did
+      // not: the module of FLA's that the tuner came from).
+      if (!ti.fla.empty())
+        out += fmt::format("      FLA {}{}\n", ti.fla, ti.triton.empty() ? "" : ", Triton " + ti.triton);
+      else if (ti.described && ti.cls.rfind("fla.", 0) == 0)
+        out += fmt::format("      FLA: {}, its version not recorded\n", ti.cls.substr(0, ti.cls.rfind('.')));
       // What the probe saw on the GPU: a patch of run on the path of each call, or not.
       for (const std::string& line : replay::ReachLines(ti.reach))
         out += fmt::format("      patch reach: {}\n", line);
@@ -131,6 +146,9 @@ class Summary {
       for (size_t c = 0; c < ti.configs.size(); ++c)
         out += fmt::format("        {:>3}  {}\n", c, ti.configs[c]);
     }
+    if (uncalled > 0)
+      out += fmt::format("  and {} other tuner{} with no call recorded (created, never called; --all lists them)\n",
+                         uncalled, uncalled == 1 ? "" : "s");
     out += fmt::format("failures recorded: {}\n", failures_.size());
     for (const auto& [thread, f] : failures_)
       out += fmt::format("  thread {} ({}), {}\n", thread, t.threads[thread].name, f);
@@ -138,31 +156,7 @@ class Summary {
       out += fmt::format("CUPTI records dropped: {}, recorder problems: {}\n", t.footer.cupti_dropped,
                          t.footer.problems);
     out += t.truncated ? fmt::format("TRUNCATED: {}\n", t.truncation) : "complete: yes\n";
-    return Wrapped(out);
-  }
-
-  // Every line at most kWidth columns: a longer one (a tuner's many keys, a recorded error's
-  // message, a command line) goes on at its last space that fits, on a line indented 4 more
-  // than its own. A single word longer than that (a mangled name) stays whole.
-  static constexpr size_t kWidth = 160;
-  static std::string Wrapped(const std::string& text) {
-    std::string out;
-    size_t pos = 0;
-    while (pos < text.size()) {
-      size_t nl = text.find('\n', pos);
-      if (nl == std::string::npos) nl = text.size();
-      std::string line = text.substr(pos, nl - pos);
-      pos = nl + 1;
-      const std::string indent(line.find_first_not_of(' ') + 4, ' ');
-      while (line.size() > kWidth) {
-        const size_t cut = line.rfind(' ', kWidth);
-        if (cut == std::string::npos || cut <= indent.size()) break;
-        out += line.substr(0, cut) + "\n";
-        line = indent + line.substr(cut + 1);
-      }
-      out += line + "\n";
-    }
-    return out;
+    return WrapReport(out);  // lines at most 160 columns (rerace/base/wrap.h)
   }
 
  private:
@@ -180,7 +174,17 @@ class Summary {
     std::vector<std::string> configs, arg_names;
     std::vector<uint32_t> restore_value, reset_to_zero;
     std::vector<replay::TunerCall::Reach> reach;  // each call's, as the probe recorded it
+    std::string fla, triton;  // versions in the probe's metadata ("" when not recorded)
   };
+  // The probe's metadata is the first call's detail (docs/RECORDER.md): {"fla": "0.6.0" or null,
+  // "triton": "3.6.0", ...}.
+  static void ReadVersions(const std::string& detail, TunerInfo& ti) {
+    if (detail.empty() || detail.front() != '{') return;
+    const nlohmann::json j = nlohmann::json::parse(detail, nullptr, false);
+    if (!j.is_object()) return;
+    if (j.contains("fla") && j["fla"].is_string()) ti.fla = j["fla"].get<std::string>();
+    if (j.contains("triton") && j["triton"].is_string()) ti.triton = j["triton"].get<std::string>();
+  }
   std::vector<PerThread> per_;
   uint64_t timed_ = 0, untimed_ = 0;
   std::map<uint64_t, TunerInfo> tuners_;
@@ -194,6 +198,7 @@ struct ShowArgs {
   bool frames = false;
   bool mangled = false;
   bool full_names = false;
+  bool all = false;
   int64_t raw_frame = -1;
 };
 
@@ -234,7 +239,7 @@ int RunShow(const ShowArgs& a) {
   const Trace& t = stream->trace();
   if (t.truncated)  // first, as in every command that reads a trace (the summary ends with it too)
     std::printf("warning: TRUNCATED trace %s: %s\n", a.path.c_str(), t.truncation.c_str());
-  std::fputs(summary.Text(t, a.path, a.mangled, a.full_names).c_str(), stdout);
+  std::fputs(summary.Text(t, a.path, a.mangled, a.full_names, a.all).c_str(), stdout);
   return kExitOk;
 }
 
@@ -275,11 +280,14 @@ void RegisterTraceCommands(CLI::App& app, CommandTable& table) {
   auto show = std::make_shared<ShowArgs>();
   CLI::App* sh = app.add_subcommand(
       "show", "Summarize a trace: machine and GPUs, threads, launches per thread and device "
-              "(kernel names short, as Nsight Systems shows them), each thread's tuner calls (kernel, key), each tuner with "
-              "its in-parameters, restore_value, reset_to_zero and configs, failures recorded, "
-              "dropped records, truncation");
+              "(kernel names short, as Nsight Systems shows them), each thread's tuner calls (kernel, key), each tuner "
+              "called with its in-parameters, restore_value, reset_to_zero, configs and FLA's version "
+              "(the tuners never called counted in one line), failures recorded, dropped records, truncation");
   sh->add_option("trace", show->path, "Trace file")->required();
   sh->add_flag("--frames", show->frames, "List the file's frames (offsets, kinds, sizes)");
+  sh->add_flag("--all", show->all,
+               "List every tuner, those never called too (by default one line counts them: FLA's "
+               "import creates one per autotuned kernel)");
   auto* full = sh->add_flag("--full-names", show->full_names,
                             "Kernel names in full, as the source spells them (demangled, with "
                             "namespaces, template arguments and parameters), not short");

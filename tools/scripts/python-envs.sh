@@ -43,6 +43,10 @@ venv "$root/venv" "$base"
 "$root/venv/bin/python" -c 'import yaml, wheel, setuptools' 2>/dev/null ||
   pipq "$root/venv/bin/python" pyyaml wheel "setuptools>=61" ||
   echo "python-envs: pyyaml/wheel/setuptools not installed; the workflow and packaging tests will skip"
+# jsonschema: the json_schema test validates every command's --json against docs/schema.
+"$root/venv/bin/python" -c 'import jsonschema' 2>/dev/null ||
+  pipq "$root/venv/bin/python" "jsonschema>=4.18" ||
+  echo "python-envs: jsonschema not installed; the json_schema test will skip"
 py312=""
 for c in python3.12 "$HOME/.pyenv/versions/3.12.1/bin/python3" /root/.pyenv/versions/3.12.*/bin/python3; do
   if command -v "$c" >/dev/null 2>&1 && "$c" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 12))' 2>/dev/null; then

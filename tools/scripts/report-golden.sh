@@ -30,6 +30,9 @@ export NO_PROGRESS=1 NO_COLOR=1
 unset PYTHONPATH JOB_COMPLETION_INDEX SLURM_ARRAY_TASK_ID SLURM_ARRAY_TASK_COUNT RERACE_SHARDS
 
 n=0
+# junit FILE NAME: keeps FILE as NAME without its times (the seconds each JUnit case took, the
+# one part of a report that differs between two runs of the same seeds).
+junit() { [ -e "$1" ] && sed -E 's/ time="[0-9.]+"//g' "$1" >"$out/$2"; }
 # case NAME ARGS...: runs `rerace ARGS...` and keeps NAME.out, NAME.err and NAME.rc.
 case_() {
   local name=$1
@@ -81,11 +84,11 @@ case_ fuzz-races-json fuzz $none --runs 40 --races --json --jobs 1
 case_ fuzz-failure fuzz $none --runs 100 --failure in-param-not-in-cache --jobs 1
 mkdir -p saved
 case_ fuzz-save fuzz $none t/native-none-h200.rrt --runs 80 --save-failures saved --junit fuzz.xml --jobs 1
-cp fuzz.xml "$out/fuzz-save.junit.xml" 2>/dev/null
+junit fuzz.xml fuzz-save.junit.xml
 for f in saved/*; do [ -e "$f" ] && cp "$f" "$out/fuzz-save.$(basename "$f")"; done
 case_ fuzz-save-replay replay $none --schedule "$(ls saved/triton-none-h200-none-1.sched 2>/dev/null || echo missing)"
 case_ fuzz-junit-lockrun fuzz $none --runs 50 --fix lock-run --junit fuzz-lockrun.xml --jobs 1
-cp fuzz-lockrun.xml "$out/fuzz-lockrun.junit.xml" 2>/dev/null
+junit fuzz-lockrun.xml fuzz-lockrun.junit.xml
 for k in 0 1 2; do
   case_ "fuzz-shard-$k" fuzz $none t/native-none-h200.rrt --runs 40 --shard $k/3 --json --jobs 1
   cp "$out/fuzz-shard-$k.out" "shard-$k.json"
@@ -93,7 +96,7 @@ done
 case_ fuzz-shard-text fuzz $none --runs 40 --shard 1/3 --jobs 1
 JOB_COMPLETION_INDEX=2 RERACE_SHARDS=3 case_ fuzz-shard-auto fuzz $none --runs 40 --shard auto --jobs 1
 case_ merge merge shard-0.json shard-1.json shard-2.json --junit merge.xml
-cp merge.xml "$out/merge.junit.xml" 2>/dev/null
+junit merge.xml merge.junit.xml
 case_ merge-missing merge shard-0.json shard-2.json
 case_ merge-twice merge shard-0.json shard-0.json shard-1.json shard-2.json
 

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <chrono>
 #include <optional>
 #include <string_view>
 
@@ -35,7 +36,7 @@ std::string CheckedJson(const CommandOptions& c) {
   for (const PatchId& p : IdentifyPatches(c.patches))
     patches += fmt::format("{}{{\"file\":\"{}\",\"sha256\":\"{}\"}}", patches.empty() ? "" : ",",
                            JsonEscape(p.name), p.sha256);
-  return fmt::format("\"patches\":[{}],\"engine\":\"{}\",", patches, JsonEscape(c.engine));
+  return fmt::format("\"patches\":[{}],\"engine\":{},", patches, JsonString(c.engine));
 }
 
 
@@ -53,6 +54,7 @@ Result<void> SaveCounterexample(const CheckCommand& a, const Verdict& v, std::op
 }  // namespace
 
 CheckOutput RunCheckCommand(const CheckCommand& command) {
+  const auto start = std::chrono::steady_clock::now();  // JUnit's time of the case
   std::string out;
   CheckCommand a = command;
   auto engine_choice = ResolveEngine(a.trace, a.options, false);
@@ -310,12 +312,20 @@ CheckOutput RunCheckCommand(const CheckCommand& command) {
     context += fmt::format("warning: --failure {} counts only that kind, but these schedules also "
                            "failed with: {}; drop --failure to check every kind\n",
                            a.options.failure, fmt::join(v.others, ", "));
-  if (!a.junit.empty())
-    if (auto w = WriteOutput(a.junit, CheckJunit(a.trace, CheckedLabel(a.options) + against,
+  if (!a.junit.empty()) {
+    // Named without the patches' hashes (a CI page keeps the case's history across edits of
+    // them); the hashes are its properties, and its report's.
+    const std::vector<PatchId> ids = IdentifyPatches(a.options.patches);
+    std::vector<std::pair<std::string, std::string>> hashes;
+    for (const PatchId& p : ids) hashes.emplace_back(p.name, p.sha256);
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (auto w = WriteOutput(a.junit, CheckJunit(a.trace,
+                                                 CheckedNames(a.options.fix, ids) + against,
                                                  l->options.engine, verdict, verdict_line,
-                                                 engine_said + context + failure_report));
+                                                 engine_said + context + failure_report, hashes, seconds));
         !w)
       return Fail(out, w.error());
+  }
   if (!v.holds && !a.perfetto.empty()) {
     Replayer rep(l->program, l->options);
     sim::ScheduleReplay again(v.counterexample->run.schedule);
@@ -332,29 +342,32 @@ CheckOutput RunCheckCommand(const CheckCommand& command) {
     return done;
   };
   if (a.options.json) {
-    out += Sprintf("{\"trace\":\"%s\",\"fix\":\"%s\",%s\"failure\":\"%s\",\"verdict\":\"%s\",\"explored\":%llu,"
-                "\"search\":{\"method\":\"%s\",\"bound\":%u,\"runs\":%llu,\"max_runs\":%llu,"
-                "\"exhausted\":%s,\"cut\":%llu,\"complete\":%s,\"sampled\":%llu,\"probed\":%llu},"
-                "\"makespan_fix_ns\":%llu,\"makespan_none_ns\":%llu,\"makespan_recorded_ns\":%llu,"
-                "\"cost\":%s,\"counterexample\":%s%s%s}\n",
-                JsonEscape(a.trace).c_str(), JsonEscape(a.options.fix).c_str(), CheckedJson(a.options).c_str(),
-                JsonEscape(a.options.failure).c_str(), verdict,
-                static_cast<unsigned long long>(v.explored),
-                systematic.naive ? "bounded-dfs" : "dpor", systematic.bound,
-                static_cast<unsigned long long>(systematic.verdict.explored),
-                static_cast<unsigned long long>(plan.max_runs), systematic.exhausted ? "true" : "false",
-                static_cast<unsigned long long>(systematic.cut), systematic.Complete() ? "true" : "false",
-                static_cast<unsigned long long>(v.explored - systematic.verdict.explored - outcome.probed - cert_runs),
-                static_cast<unsigned long long>(outcome.probed),
-                static_cast<unsigned long long>(v.makespan_fix),
-                static_cast<unsigned long long>(v.makespan_none),
-                static_cast<unsigned long long>(v.makespan_recorded),
-                v.holds ? CostJson(v.cost).c_str() : "null",
-                v.counterexample ? FormatJson(*v.counterexample, l->program).c_str() : "null",
-                a.options.races ? (",\"races\":" + RacesJson(v.races)).c_str() : "",
-                (assumed.empty() ? "" : ",\"assumed\":\"" + JsonEscape(assumed) + "\"").append(
-                    cert ? ",\"certificate\":" + CertificateJson(*cert) : "").append(
-                    a.options.only.empty() ? "" : ",\"only\":\"" + a.options.only + "\"").c_str());
+    // One shape whatever ran (docs/JSON.md): what was not done or not given is null. "search"
+    // says what the systematic search did; its method and bound are null when none ran (a
+    // counterexample found by the sampled probe or by a sub-program's certificate). "explored"
+    // counts every schedule run: search.runs + sampled + probed + certificate_runs.
+    const bool searched = systematic.verdict.explored > 0;
+    auto ns = [](Nanos n) { return n ? std::to_string(n) : std::string("null"); };
+    out += JsonHeader("check");
+    out += fmt::format(
+        "\"trace\":{},\"fix\":{},{}\"failure\":{},\"verdict\":\"{}\",\"explored\":{},"
+        "\"search\":{{\"method\":{},\"bound\":{},\"runs\":{},\"max_runs\":{},\"exhausted\":{},"
+        "\"cut\":{},\"complete\":{},\"sampled\":{},\"probed\":{},\"certificate_runs\":{}}},"
+        "\"makespan_fix_ns\":{},\"makespan_none_ns\":{},\"makespan_recorded_ns\":{},"
+        "\"cost\":{},\"counterexample\":{},\"races\":{},\"assumed\":{},\"certificate\":{},"
+        "\"only\":{}}}\n",
+        JsonString(a.trace), JsonString(a.options.fix), CheckedJson(a.options),
+        JsonOrNull(a.options.failure), verdict, v.explored,
+        !searched ? "null" : systematic.naive ? "\"bounded-dfs\"" : "\"dpor\"",
+        searched ? std::to_string(systematic.bound) : "null", systematic.verdict.explored,
+        plan.max_runs, systematic.exhausted ? "true" : "false", systematic.cut,
+        systematic.Complete() ? "true" : "false",
+        v.explored - systematic.verdict.explored - outcome.probed - cert_runs, outcome.probed,
+        cert_runs, ns(v.makespan_fix), ns(v.makespan_none), ns(v.makespan_recorded),
+        v.holds ? CostJson(v.cost) : "null",
+        v.counterexample ? FormatJson(*v.counterexample, l->program) : "null",
+        a.options.races ? RacesJson(v.races) : "null", JsonOrNull(assumed),
+        cert ? CertificateJson(*cert) : "null", JsonOrNull(a.options.only));
     return finish(v.holds ? holds_exit : kExitFound);
   }
   out += colour(verdict_line);

@@ -68,6 +68,10 @@ FuzzOutput RunFuzzCommand(const FuzzCommand& command) {
   const std::optional<std::string> pythonpath = pp ? std::optional<std::string>(pp) : std::nullopt;
   for (const std::string& path : a.traces) {
     const std::string& stem = stems[static_cast<size_t>(&path - a.traces.data())];
+    const auto trace_start = std::chrono::steady_clock::now();  // JUnit's time of this trace
+    auto trace_seconds = [&trace_start] {
+      return std::chrono::duration<double>(std::chrono::steady_clock::now() - trace_start).count();
+    };
     // --engine auto chooses per trace, each from the environment the command started in.
     if (pythonpath) setenv("PYTHONPATH", pythonpath->c_str(), 1);
     else unsetenv("PYTHONPATH");
@@ -83,6 +87,7 @@ FuzzOutput RunFuzzCommand(const FuzzCommand& command) {
       bad.strategy = o.strategy.name;
       bad.error = e.message;
       bad.error_code = e.exit_code;
+      bad.seconds = trace_seconds();
       if (!o.json) out += Sprintf("fuzz %s: error: %s\n", path.c_str(), e.message.c_str());
       if (!error) error = e;
       all.push_back(std::move(bad));
@@ -236,6 +241,7 @@ FuzzOutput RunFuzzCommand(const FuzzCommand& command) {
       }
     }
     if (o.races && !o.json) out += FormatRaces(races, campaign_findings);
+    ft.seconds = trace_seconds();
     all.push_back(std::move(ft));
     Flush(out, o);
   }

@@ -192,11 +192,13 @@ ReplayOutput RunReplayCommand(const ReplayCommand& a) {
   std::optional<replay::RecordedComparison> compared;
   if (a.recorded) compared = replay::CompareRecorded(r, l->program);
   if (c.json) {
-    std::string json = FormatJson(r, l->program, c.races);
-    if (compared)  // FormatJson's object, with the comparison before its closing brace
-      json.insert(json.size() - 1, fmt::format(",\"left_recording\":{},\"recorded_comparison\":{}",
-                                               r.left_recording,
-                                               replay::RecordedComparisonJson(*compared)));
+    // FormatJson's object, opened by the header and with the comparison to the recording
+    // (--recorded; null without it) before its closing brace.
+    std::string json = JsonHeader("replay") + FormatJson(r, l->program, c.races).substr(1);
+    json.insert(json.size() - 1,
+                compared ? fmt::format(",\"left_recording\":{},\"recorded_comparison\":{}",
+                                       r.left_recording, replay::RecordedComparisonJson(*compared))
+                         : std::string(",\"left_recording\":null,\"recorded_comparison\":null"));
     out += Sprintf("%s\n", json.c_str());
   } else {
     if (!c.failure.empty())

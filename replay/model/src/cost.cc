@@ -111,20 +111,21 @@ std::string FormatCost(const FixCost& c) {
 std::string CostJson(const FixCost& c) {
   std::string terms;
   for (const CostTerm& t : DominantTerms(c.terms, 3))
-    terms += fmt::format("{}{{\"term\":\"{}\",\"ms\":{:.3f},\"words\":\"{}\"}}", terms.empty() ? "" : ",",
-                         t.name, Ms(t.ns), t.words);
+    terms += fmt::format("{}{{\"term\":{},\"ms\":{:.3f},\"words\":{}}}", terms.empty() ? "" : ",",
+                         JsonString(t.name), Ms(t.ns), JsonString(t.words));
+  // What was not priced is null, never 0 or "" (docs/JSON.md).
   return fmt::format(
-      "{{\"fix\":\"{}\",\"step_ms\":{},\"failure\":{},\"baseline\":{{\"kind\":\"{}\",\"ms\":{}}},"
+      "{{\"fix\":{},\"step_ms\":{},\"failure\":{},\"baseline\":{{\"kind\":\"{}\",\"ms\":{}}},"
       "\"ratio\":{},\"completed_workers\":{},\"cold_ms\":{:.3f},\"contention\":{{\"per_doubling\":{:.3f},"
-      "\"from\":\"{}\",\"ms\":{:.3f}}},\"terms\":[{}],\"priced_by\":\"{}\",\"unpriced\":{}}}",
-      c.fix, c.priced ? fmt::format("{:.3f}", Ms(c.step_ns)) : "null",
-      c.priced ? "null" : fmt::format("\"{}\"", c.failure), c.baseline.kind.empty() ? "none" : c.baseline.kind,
+      "\"from\":{},\"ms\":{:.3f}}},\"terms\":[{}],\"priced_by\":{},\"unpriced\":{}}}",
+      JsonString(c.fix), c.priced ? fmt::format("{:.3f}", Ms(c.step_ns)) : "null",
+      c.priced ? "null" : JsonString(c.failure), c.baseline.kind.empty() ? "none" : c.baseline.kind,
       c.baseline.kind.empty() ? "null" : fmt::format("{:.3f}", Ms(c.baseline.ns)),
       c.priced && !c.baseline.kind.empty() ? fmt::format("{:.3f}", c.Ratio()) : "null",
       c.completed_workers, Ms(c.terms.cold_ns), static_cast<double>(c.terms.trial_contention_ppm) / 1e6,
-      c.terms.trial_contention_from, Ms(c.terms.trial_contention_ns), terms,
-      c.unpriced.empty() ? (c.priced_by.empty() ? "engine" : c.priced_by) : "",
-      c.unpriced.empty() ? "null" : "\"" + JsonEscape(c.unpriced) + "\"");
+      JsonOrNull(c.terms.trial_contention_from), Ms(c.terms.trial_contention_ns), terms,
+      c.unpriced.empty() ? JsonString(c.priced_by.empty() ? "engine" : c.priced_by) : "null",
+      JsonOrNull(c.unpriced));
 }
 
 }  // namespace rerace::replay

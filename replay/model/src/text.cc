@@ -1,4 +1,4 @@
-// replay/model/src/text.cc: JsonEscape, for every JSON rerace writes (the model's cost, the
+// replay/model/src/text.cc: JsonEscape and the JSON helpers, for every JSON rerace writes (the model's cost, the
 // engine's program, the reports).
 #include "rerace/replay/model/text.h"
 
@@ -24,6 +24,14 @@ std::string JsonEscape(const std::string& raw) {
     }
   }
   return out;
+}
+
+std::string JsonString(const std::string& s) { return "\"" + JsonEscape(s) + "\""; }
+
+std::string JsonOrNull(const std::string& s) { return s.empty() ? "null" : JsonString(s); }
+
+std::string JsonHeader(const char* command) {
+  return fmt::format("{{\"schema_version\":{},\"command\":\"{}\",", kJsonSchemaVersion, command);
 }
 
 }  // namespace rerace::replay

@@ -109,11 +109,25 @@ std::vector<PatchId> IdentifyPatches(const std::vector<std::string>& paths) {
   return out;
 }
 
-std::string CheckedWords(const std::string& fix, const std::vector<PatchId>& patches, bool quote) {
+namespace {
+
+std::string Checked(const std::string& fix, const std::vector<PatchId>& patches, bool quote,
+                    bool hashes) {
   const std::string q = quote ? "'" : "";
   std::string out = fix == "none" && !patches.empty() ? "" : "fix " + q + fix + q;
-  for (const PatchId& p : patches) out += (out.empty() ? "" : " + ") + ("patch " + p.Words());
+  for (const PatchId& p : patches)
+    out += (out.empty() ? "" : " + ") + ("patch " + (hashes ? p.Words() : p.name));
   return out;
+}
+
+}  // namespace
+
+std::string CheckedWords(const std::string& fix, const std::vector<PatchId>& patches, bool quote) {
+  return Checked(fix, patches, quote, true);
+}
+
+std::string CheckedNames(const std::string& fix, const std::vector<PatchId>& patches, bool quote) {
+  return Checked(fix, patches, quote, false);
 }
 
 std::string CheckedFileTag(const std::string& fix, const std::vector<PatchId>& patches) {

@@ -32,6 +32,14 @@ std::string XmlEscape(const std::string& raw) {
   return out;
 }
 
+// A JUnit case is named by its patches' file names (its history kept across edits of them):
+// each one's content hash is a property, one <property> line each.
+std::string PatchProperties(const std::vector<std::pair<std::string, std::string>>& patches) {
+  std::string out;
+  for (const auto& [file, sha] : patches)
+    out += fmt::format("        <property name=\"sha256 {}\" value=\"{}\"/>\n", XmlEscape(file), XmlEscape(sha));
+  return out;
+}
 
 // Where a failure signature ("code at where") ranks by harm: docs/MODEL.md's order.
 size_t HarmRank(const std::string& signature) {
@@ -59,31 +67,38 @@ bool FailureBefore(const FuzzFailure& x, const FuzzFailure& y) {
 }
 
 std::string FuzzJson(const std::vector<FuzzTrace>& all, const std::string& shard) {
-  std::string out = fmt::format("{{\"rerace_fuzz\":1,\"shard\":\"{}\",\"traces\":[", JsonEscape(shard));
+  // "rerace_fuzz": 1 stays for `rerace merge` of older shards' files; the keys are the same
+  // whatever ran, null where a trace lacks one (docs/JSON.md).
+  std::string out = JsonHeader("fuzz") +
+                    fmt::format("\"rerace_fuzz\":1,\"shard\":{},\"traces\":[", JsonOrNull(shard));
   for (size_t i = 0; i < all.size(); ++i) {
     const FuzzTrace& t = all[i];
     // The python engine runs no model: "engine" says which ran, "patches" what it loaded.
     std::string patches;
     for (const auto& [file, sha] : t.patches)
-      patches += fmt::format("{}{{\"file\":\"{}\",\"sha256\":\"{}\"}}", patches.empty() ? "" : ",",
-                             JsonEscape(file), sha);
-    out += fmt::format("{}{{\"trace\":\"{}\",\"fix\":\"{}\",\"patches\":[{}],\"engine\":\"{}\",{}\"strategy\":\"{}\",\"runs\":{},\"failing\":{},\"failures\":[",
-                       i ? "," : "", JsonEscape(t.trace), JsonEscape(t.fix), patches, JsonEscape(t.engine),
-                       t.engine == "python" ? "" : fmt::format("\"model\":\"{}\",", t.model),
-                       JsonEscape(t.strategy), t.runs, t.failing);
+      patches += fmt::format("{}{{\"file\":{},\"sha256\":\"{}\"}}", patches.empty() ? "" : ",",
+                             JsonString(file), sha);
+    out += fmt::format("{}{{\"trace\":{},\"fix\":{},\"patches\":[{}],\"engine\":{},\"model\":{},"
+                       "\"strategy\":{},\"runs\":{},\"failing\":{},\"failures\":[",
+                       i ? "," : "", JsonString(t.trace), JsonString(t.fix), patches, JsonString(t.engine),
+                       t.engine == "python" ? "null" : JsonOrNull(t.model), JsonString(t.strategy),
+                       t.runs, t.failing);
     for (size_t k = 0; k < t.failures.size(); ++k) {
       const FuzzFailure& f = t.failures[k];
-      // "thread_name" only where one thread failed (a deadlock is every thread's).
-      out += fmt::format("{}{{\"failure\":\"{}\",\"seed\":{},\"schedule\":\"{}\",\"schedule_file\":\"{}\",{}\"type\":\"{}\",\"message\":\"{}\",\"words\":\"{}\",\"silent\":{},\"first\":{}}}",
-                         k ? "," : "", JsonEscape(f.signature), f.seed, f.schedule, JsonEscape(f.schedule_file),
-                         f.thread_name.empty() ? "" : fmt::format("\"thread_name\":\"{}\",", JsonEscape(f.thread_name)),
-                         JsonEscape(f.type), JsonEscape(f.message), JsonEscape(f.words),
-                         f.silent ? "true" : "false", f.first ? "true" : "false");
+      // "thread_name" null where no one thread failed (a deadlock is every thread's); a silent
+      // failure raised nothing: "type" and "message" null.
+      out += fmt::format("{}{{\"failure\":{},\"seed\":{},\"schedule\":\"{}\",\"schedule_file\":{},"
+                         "\"thread_name\":{},\"type\":{},\"message\":{},\"words\":{},\"silent\":{},"
+                         "\"first\":{}}}",
+                         k ? "," : "", JsonString(f.signature), f.seed, f.schedule,
+                         JsonOrNull(f.schedule_file), JsonOrNull(f.thread_name),
+                         f.silent ? "null" : JsonString(f.type), f.silent ? "null" : JsonString(f.message),
+                         JsonString(f.words), f.silent ? "true" : "false", f.first ? "true" : "false");
     }
-    out += "]";
-    if (!t.races_json.empty()) out += ",\"races\":" + t.races_json;
-    if (!t.error.empty())
-      out += fmt::format(",\"error\":\"{}\",\"exit_code\":{}", JsonEscape(t.error), t.error_code);
+    out += "],\"races\":" + (t.races_json.empty() ? std::string("null") : t.races_json);
+    out += t.error.empty() ? std::string(",\"error\":null,\"exit_code\":null")
+                           : fmt::format(",\"error\":{},\"exit_code\":{}", JsonString(t.error),
+                                         t.error_code);
     out += "}";
   }
   return out + "]}";
@@ -93,25 +108,33 @@ std::string FuzzJunit(const std::vector<FuzzTrace>& all) {
   // One test case per trace and fix, and one more per distinct failure (with its seed and
   // schedule in the message), so that a CI page lists each failure on its own line.
   size_t tests = 0, failures = 0, errors = 0;
+  double seconds = 0;
   std::string cases;
   for (const FuzzTrace& t : all) {
     const std::string cls = XmlEscape(t.trace);
+    std::vector<PatchId> ids;
+    for (const auto& [file, sha] : t.patches) ids.push_back({.path = file, .name = file, .sha256 = sha});
+    const std::string checked = XmlEscape(CheckedNames(t.fix, ids, false));
+    const std::string hashes = PatchProperties(t.patches);
+    const std::string properties = hashes.empty() ? "" : "      <properties>\n" + hashes + "      </properties>\n";
+    auto testcase = [&](const std::string& name, double time, const std::string& body) {
+      const std::string inner = properties + body;
+      return fmt::format("    <testcase classname=\"{}\" name=\"{}\" time=\"{:.3f}\"{}", cls, name, time,
+                         inner.empty() ? "/>\n" : ">\n" + inner + "    </testcase>\n");
+    };
     ++tests;
+    seconds += t.seconds;
     if (!t.error.empty()) {  // a trace that could not be fuzzed: an error, never a pass
       ++errors;
-      cases += fmt::format("    <testcase classname=\"{}\" name=\"{}\">\n      <error message=\"{}\"/>\n    </testcase>\n",
-                           cls, XmlEscape(t.Checked()), XmlEscape(t.error));
+      cases += testcase(checked, t.seconds, fmt::format("      <error message=\"{}\"/>\n", XmlEscape(t.error)));
       continue;
     }
-    const std::string checked = XmlEscape(t.Checked());
-    cases += fmt::format("    <testcase classname=\"{}\" name=\"{} ({} runs, {})\"", cls, checked, t.runs, XmlEscape(t.strategy));
-    if (t.failures.empty()) {
-      cases += "/>\n";
-    } else {
-      ++failures;
-      cases += fmt::format(">\n      <failure message=\"{} distinct failure(s) in {} of {} runs\"/>\n    </testcase>\n",
-                           t.failures.size(), t.failing, t.runs);
-    }
+    if (!t.failures.empty()) ++failures;
+    cases += testcase(fmt::format("{} ({} runs, {})", checked, t.runs, XmlEscape(t.strategy)), t.seconds,
+                      t.failures.empty()
+                          ? std::string()
+                          : fmt::format("      <failure message=\"{} distinct failure(s) in {} of {} runs\"/>\n",
+                                        t.failures.size(), t.failing, t.runs));
     for (const FuzzFailure& f : t.failures) {
       ++tests;
       ++failures;
@@ -124,17 +147,20 @@ std::string FuzzJunit(const std::vector<FuzzTrace>& all) {
       const std::string msg = fmt::format(
           "{}{}: {}; seed {}; replay: {}", f.silent ? "silent corruption" : f.type + ": " + f.message,
           f.thread_name.empty() ? "" : " in thread " + f.thread_name, f.words, f.seed, replay);
-      cases += fmt::format("    <testcase classname=\"{}\" name=\"{}: {}\">\n      <failure message=\"{}\">{}</failure>\n    </testcase>\n",
-                           cls, checked, XmlEscape(f.signature), XmlEscape(msg), XmlEscape(msg));
+      // Its time is its trace case's: 0 here, so that the cases add up to the suite's.
+      cases += testcase(checked + ": " + XmlEscape(f.signature), 0,
+                        fmt::format("      <failure message=\"{}\">{}</failure>\n", XmlEscape(msg), XmlEscape(msg)));
     }
   }
-  return fmt::format("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites>\n  <testsuite name=\"rerace fuzz\" tests=\"{}\" failures=\"{}\"{}>\n{}  </testsuite>\n</testsuites>\n",
-                     tests, failures, errors ? fmt::format(" errors=\"{}\"", errors) : "", cases);
+  return fmt::format("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites>\n  <testsuite name=\"rerace fuzz\" tests=\"{}\" failures=\"{}\"{} time=\"{:.3f}\">\n{}  </testsuite>\n</testsuites>\n",
+                     tests, failures, errors ? fmt::format(" errors=\"{}\"", errors) : "", seconds, cases);
 }
 
 std::string CheckJunit(const std::string& trace, const std::string& checked,
                        const std::string& engine, const std::string& verdict,
-                       const std::string& verdict_line, const std::string& report) {
+                       const std::string& verdict_line, const std::string& report,
+                       const std::vector<std::pair<std::string, std::string>>& patches,
+                       double seconds) {
   std::string line = verdict_line;
   while (!line.empty() && line.back() == '\n') line.pop_back();
   const std::string said = XmlEscape(line);
@@ -146,14 +172,15 @@ std::string CheckJunit(const std::string& trace, const std::string& checked,
                        verdict == "inconclusive" ? fmt::format("      <skipped message=\"{}\"/>\n", said)
                                                  : std::string(),
                        said, XmlEscape(report));
+  const std::string properties = PatchProperties(patches);
   return fmt::format(
       "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites>\n  <testsuite name=\"rerace "
-      "check\" tests=\"1\" failures=\"{}\" skipped=\"{}\">\n    <testcase classname=\"{}\" "
-      "name=\"{}\">\n      <properties>\n        <property name=\"verdict\" value=\"{}\"/>\n"
-      "        <property name=\"engine\" value=\"{}\"/>\n      </properties>\n{}    </testcase>\n"
+      "check\" tests=\"1\" failures=\"{}\" skipped=\"{}\" time=\"{:.3f}\">\n    <testcase classname=\"{}\" "
+      "name=\"{}\" time=\"{:.3f}\">\n      <properties>\n        <property name=\"verdict\" value=\"{}\"/>\n"
+      "        <property name=\"engine\" value=\"{}\"/>\n{}      </properties>\n{}    </testcase>\n"
       "  </testsuite>\n</testsuites>\n",
-      verdict == "fails" ? 1 : 0, verdict == "inconclusive" ? 1 : 0, XmlEscape(trace),
-      XmlEscape(checked), XmlEscape(verdict), XmlEscape(engine), body);
+      verdict == "fails" ? 1 : 0, verdict == "inconclusive" ? 1 : 0, seconds, XmlEscape(trace),
+      XmlEscape(checked), seconds, XmlEscape(verdict), XmlEscape(engine), properties, body);
 }
 
 std::string ColourReport(const std::string& report, bool colour) {

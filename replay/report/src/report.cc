@@ -177,46 +177,51 @@ std::string FormatRaces(const std::vector<sim::Race>& all, const std::vector<Fin
   return out;
 }
 
+static std::string FindingJson(const Finding& f) {
+  // Every key in every finding (docs/JSON.md): what a finding lacks is null. A silent failure
+  // raised nothing: no type, no message.
+  return fmt::format(
+      "{{\"code\":{},\"silent\":{},\"thread\":{},\"thread_name\":{},\"step\":{},"
+      "\"type\":{},\"message\":{},\"where\":{},\"words\":{}}}",
+      JsonString(f.code), f.silent ? "true" : "false",
+      f.thread == sim::kNoThread ? "null" : std::to_string(f.thread),  // a deadlock: no one thread's
+      JsonOrNull(f.thread_name), f.step, f.silent ? "null" : JsonString(f.type),
+      f.silent ? "null" : JsonString(f.message), JsonString(f.where), JsonString(f.words));
+}
+
 std::string FormatJson(const ReplayResult& r, const Program& p, bool with_races) {
   std::string out = "{";
   // The python engine runs no model: "engine" says which ran, "engine_summary" what (the
-  // interpreter, Triton, the patches with their hashes).
+  // interpreter, Triton, the patches with their hashes). The keys are the same under both
+  // engines; what one engine does not give is null (docs/JSON.md).
   const bool python = r.engine.rfind("python", 0) == 0;
-  out += fmt::format("\"trace\":\"{}\",{}\"engine\":\"{}\",\"engine_summary\":\"{}\",\"fix\":\"{}\",\"strategy\":\"{}\",",
-                     JsonEscape(p.source), python ? "" : fmt::format("\"model\":\"{}\",", r.model),
-                     python ? "python" : "model", JsonEscape(r.engine), JsonEscape(r.fix),
-                     JsonEscape(r.strategy));
+  out += fmt::format("\"trace\":{},\"engine\":\"{}\",\"engine_summary\":{},\"model\":{},"
+                     "\"fix\":{},\"strategy\":{},",
+                     JsonString(p.source), python ? "python" : "model", JsonString(r.engine),
+                     python ? "null" : JsonString(r.model), JsonString(r.fix), JsonString(r.strategy));
   out += fmt::format("\"failed\":{},\"steps\":{},\"preemptions\":{},\"makespan_ns\":{},",
                      r.failed() ? "true" : "false", r.run.steps, r.run.preemptions,
-                     r.engine.rfind("python", 0) == 0 ? "null" : std::to_string(r.makespan));
+                     python ? "null" : std::to_string(r.makespan));
   out += "\"findings\":[";
-  for (size_t i = 0; i < r.findings.size(); ++i) {
-    const Finding& f = r.findings[i];
-    out += fmt::format(
-        "{}{{\"code\":\"{}\",\"silent\":{},\"thread\":{},{}\"step\":{},"
-        "\"type\":\"{}\",\"message\":\"{}\",\"where\":\"{}\",\"words\":\"{}\"}}",
-        i ? "," : "", f.code, f.silent ? "true" : "false",
-        f.thread == sim::kNoThread ? -1 : static_cast<int64_t>(f.thread),
-        // a deadlock is no one thread's: no empty name
-        f.thread_name.empty() ? "" : fmt::format("\"thread_name\":\"{}\",", JsonEscape(f.thread_name)),
-        f.step, JsonEscape(f.type), JsonEscape(f.message), JsonEscape(f.where), JsonEscape(f.words));
-  }
+  for (size_t i = 0; i < r.findings.size(); ++i) out += (i ? "," : "") + FindingJson(r.findings[i]);
   out += "],\"duplicates\":[";
   for (size_t i = 0; i < r.duplicates.size(); ++i) {
     const DuplicateTuning& d = r.duplicates[i];
-    out += fmt::format("{}{{\"kernel\":\"{}\",\"key\":\"{}\",\"threads\":{},\"wasted_gpu_ns\":{}}}",
-                       i ? "," : "", JsonEscape(d.kernel), JsonEscape(d.key), d.threads,
+    out += fmt::format("{}{{\"kernel\":{},\"key\":{},\"threads\":{},\"wasted_gpu_ns\":{}}}",
+                       i ? "," : "", JsonString(d.kernel), JsonString(d.key), d.threads,
                        d.wasted_gpu_ns);
   }
-  out += fmt::format("],\"schedule\":\"{}\"", r.run.schedule.Encode());
-  if (!r.steps.empty()) out += fmt::format(",\"step_mode\":\"{}\"", JsonEscape(r.steps));
+  out += fmt::format("],\"schedule\":\"{}\",\"step_mode\":{}", r.run.schedule.Encode(),
+                     JsonOrNull(r.steps));
+  // Where a patch was entered: the real code's; the model follows no patch (null).
   if (python) {
     out += ",\"patch_reach\":[";
-    for (size_t i = 0; i < r.notes.size(); ++i)
-      out += fmt::format("{}\"{}\"", i ? "," : "", JsonEscape(r.notes[i]));
+    for (size_t i = 0; i < r.notes.size(); ++i) out += (i ? "," : "") + JsonString(r.notes[i]);
     out += "]";
+  } else {
+    out += ",\"patch_reach\":null";
   }
-  if (with_races) out += ",\"races\":" + RacesJson(r.races);
+  out += ",\"races\":" + (with_races ? RacesJson(r.races) : std::string("null"));
   return out + "}";
 }
 

@@ -38,8 +38,9 @@ class Json {
     out_ += "{" + body + "}";
     if (file_ != nullptr && out_.size() >= (1u << 20)) Drain();
   }
-  std::string Finish() {
-    out_ += "\n]}\n";
+  // `tail`: more of the top-level object after "traceEvents" (",\"metadata\":{...}"), or "".
+  std::string Finish(const std::string& tail = "") {
+    out_ += "\n]" + tail + "}\n";
     if (file_ != nullptr) Drain();
     return std::move(out_);
   }
@@ -159,12 +160,35 @@ class TraceTimelineBuilder {
                            Q(fmt::format("{} {}", th.id, th.name))));
   }
   void Add(const traces::Event& e, const traces::TunerEvent* te, const traces::Trace& t, bool timed, bool twice);
-  void Finish();
+  // Closes the calls left open; returns the top-level "metadata" for Json::Finish: the kernels
+  // table.
+  std::string Finish();
 
  private:
   struct Launch {
     uint32_t shape, thread;
   };
+  // A kernel as the events name it: short (ShortKernelName, as Nsight Systems shows it), with
+  // its number in the "metadata" table, which has its full and raw names; the first event that
+  // names it carries its full name too (a C++ kernel's is often kilobytes long, and it would be
+  // in every event otherwise).
+  struct Kernel {
+    size_t id;
+    std::string name, full, raw;
+  };
+  const Kernel& KernelOf(const std::string& raw) {
+    auto [it, added] = kernel_ids_.try_emplace(raw, kernels_.size());
+    if (added) kernels_.push_back({kernels_.size(), ShortKernelName(raw), Demangle(raw), raw});
+    return kernels_[it->second];
+  }
+  // `"kernel":N` for an event's args, and the kernel's full name on the first event that names
+  // it where that is longer than its short name (not a Triton kernel's).
+  std::string KernelArgs(const Kernel& k) {
+    const bool first = k.id >= named_kernels_;
+    named_kernels_ = std::max(named_kernels_, k.id + 1);
+    if (!first || k.full == k.name) return fmt::format(R"("kernel":{})", k.id);
+    return fmt::format(R"("kernel":{},"full_name":{})", k.id, Q(k.full));
+  }
   std::string Us(uint64_t ns) const {
     return fmt::format("{:.3f}", static_cast<double>(ns - std::min(ns, t0_)) / 1e3);
   }
@@ -176,6 +200,9 @@ class TraceTimelineBuilder {
   std::map<std::pair<uint32_t, uint64_t>, bool> named_;
   std::map<uint32_t, std::vector<std::string>> open_calls_;  // thread → calls begun, not ended
   std::map<uint32_t, uint64_t> last_ns_;                     // thread → its last event's time
+  std::map<std::string, size_t> kernel_ids_;                 // raw name → its number
+  std::vector<Kernel> kernels_;                              // by number, as first named
+  size_t named_kernels_ = 0;                                 // kernels named by an event so far
 };
 
 void TraceTimelineBuilder::Add(const traces::Event& e, const traces::TunerEvent* te,
@@ -190,9 +217,11 @@ void TraceTimelineBuilder::Add(const traces::Event& e, const traces::TunerEvent*
     case EventKind::kLaunch: {
       if (timed) launch_of_[e.correlation] = {e.shape, e.thread};
       const auto& sh = t.shapes[e.shape];
-      j.Event(fmt::format(R"("name":{},"cat":"launch","ph":"i","s":"t","ts":{},"pid":1,"tid":{},"args":{{"stream":{},"grid":"{}x{}x{}","block":"{}x{}x{}"}})",
-                          Q("launch " + Demangle(t.Str(sh.kernel))), us(e.cpu_ns), e.thread, sh.stream,
-                          sh.grid[0], sh.grid[1], sh.grid[2], sh.block[0], sh.block[1], sh.block[2]));
+      const Kernel& k = KernelOf(t.Str(sh.kernel));
+      j.Event(fmt::format(R"("name":{},"cat":"launch","ph":"i","s":"t","ts":{},"pid":1,"tid":{},"args":{{"stream":{},"grid":"{}x{}x{}","block":"{}x{}x{}",{}}})",
+                          Q("launch " + k.name), us(e.cpu_ns), e.thread, sh.stream,
+                          sh.grid[0], sh.grid[1], sh.grid[2], sh.block[0], sh.block[1], sh.block[2],
+                          KernelArgs(k)));
       break;
     }
     case EventKind::kActivity: {
@@ -210,12 +239,11 @@ void TraceTimelineBuilder::Add(const traces::Event& e, const traces::TunerEvent*
         j.Event(fmt::format(R"("name":"thread_name","ph":"M","pid":{},"tid":{},"args":{{"name":"stream {}"}})",
                             pid, sh.stream, sh.stream));
       }
-      const std::string& raw = t.Str(sh.kernel);
-      const std::string name = Demangle(raw);
-      j.Event(fmt::format(R"("name":{},"cat":"kernel","ph":"X","ts":{},"dur":{:.3f},"pid":{},"tid":{},"args":{{"thread":{}{}}})",
-                          Q(name), us(start),
+      const Kernel& k = KernelOf(t.Str(sh.kernel));
+      j.Event(fmt::format(R"("name":{},"cat":"kernel","ph":"X","ts":{},"dur":{:.3f},"pid":{},"tid":{},"args":{{"thread":{},{}}})",
+                          Q(k.name), us(start),
                           static_cast<double>(e.gpu_end_ns - e.gpu_start_ns) / 1e3, pid, sh.stream,
-                          launch.thread, name == raw ? "" : ",\"mangled\":" + Q(raw)));
+                          launch.thread, KernelArgs(k)));
       break;
     }
     case EventKind::kTuner: {
@@ -270,11 +298,17 @@ void TraceTimelineBuilder::Add(const traces::Event& e, const traces::TunerEvent*
   last_ns_[e.thread] = e.cpu_ns;
 }
 
-void TraceTimelineBuilder::Finish() {
+std::string TraceTimelineBuilder::Finish() {
   for (auto& [thread, names] : open_calls_)
     for (auto it = names.rbegin(); it != names.rend(); ++it)
       j_.Event(fmt::format(R"("name":{},"cat":"tuner","ph":"E","ts":{},"pid":1,"tid":{},"args":{{"note":"the trace records no end of this call"}})",
                            Q(*it), Us(last_ns_[thread]), thread));
+  // The trace-event format keeps the top level's other keys as the trace's metadata.
+  std::string table;
+  for (const Kernel& k : kernels_)
+    table += fmt::format(R"({}{{"kernel":{},"name":{},"full_name":{},"mangled":{}}})", table.empty() ? "" : ",\n",
+                         k.id, Q(k.name), Q(k.full), Q(k.raw));
+  return R"(,"metadata":{"kernels":[)" + table + "]}";
 }
 
 // The first pass of the streamed export: what the reader checks (the whole file is read before
@@ -311,8 +345,7 @@ std::string TraceTimeline(const traces::Trace& t) {
   TraceTimelineBuilder b(j, t.header, t.threads);
   for (const traces::Event& e : t.events)
     b.Add(e, e.kind == traces::EventKind::kTuner ? &t.tuner_events[e.tuner] : nullptr, t, true, true);
-  b.Finish();
-  return j.Finish();
+  return j.Finish(b.Finish());
 }
 
 Result<uint64_t> WriteTraceTimeline(const std::string& trace_path, const std::string& out_path,
@@ -346,10 +379,7 @@ Result<uint64_t> WriteTraceTimeline(const std::string& trace_path, const std::st
       b.Add(e, e.kind == traces::EventKind::kTuner ? &tuners[e.tuner] : nullptr, stream->trace(), timed, twice);
     }
   }
-  if (more.ok()) {
-    b.Finish();
-    j.Finish();
-  }
+  if (more.ok()) j.Finish(b.Finish());
   const bool wrote = more.ok() && std::ferror(f) == 0;
   const bool flushed = std::fflush(f) == 0;
   const int err = errno;

@@ -21,6 +21,13 @@ namespace rerace::replay {
 
 namespace {
 
+// A string field of a fuzz result: "" where it is absent or null (schema 1 writes null for what
+// a result lacks; older results left the key out or wrote "").
+std::string Text(const nlohmann::json& j, const char* key) {
+  auto it = j.find(key);
+  return it == j.end() || it->is_null() ? std::string() : it->get<std::string>();
+}
+
 constexpr uint64_t kMaxShards = 1'000'000'000'000ull;  // the command line's largest count
 
 // A whole number in decimal digits only (no sign, space or exponent), in [min, max].
@@ -93,7 +100,7 @@ Result<MergedFuzz> MergeFuzzResults(const std::vector<std::string>& inputs) {
     try {
       j = nlohmann::json::parse(f);
       if (j.value("rerace_fuzz", 0) != 1) throw std::runtime_error("not a 'rerace fuzz --json' result (rerace_fuzz: 1)");
-      const std::string shard = j.value("shard", "");
+      const std::string shard = Text(j, "shard");
       // The same shard twice would count its runs and failures twice.
       std::error_code ec;
       const std::string canonical = std::filesystem::weakly_canonical(in, ec).string();
@@ -118,7 +125,7 @@ Result<MergedFuzz> MergeFuzzResults(const std::vector<std::string>& inputs) {
         const auto key = std::make_tuple(t.at("trace").get<std::string>(), checked,
                                          t.at("strategy").get<std::string>());
         FuzzTrace& m = merged[key];
-        if (t.contains("races"))
+        if (t.contains("races") && !t.at("races").is_null())
           for (const auto& r : t.at("races")) {
             const std::string id = r.at("object").get<std::string>() + "|" +
                                    r.at("first").at("label").get<std::string>() + "|" +
@@ -129,25 +136,25 @@ Result<MergedFuzz> MergeFuzzResults(const std::vector<std::string>& inputs) {
         m.trace = t.at("trace");
         m.fix = t.at("fix");
         m.strategy = t.at("strategy");
-        m.model = t.value("model", "");
+        m.model = Text(t, "model");
         m.engine = engine;
         m.patches = patches;
         m.runs += t.at("runs").get<uint64_t>();
-        if (t.contains("error") && m.error.empty()) {
+        if (!Text(t, "error").empty() && m.error.empty()) {
           m.error = t.at("error").get<std::string>();
-          m.error_code = t.value("exit_code", static_cast<int>(kExitDataError));
+          m.error_code = t.contains("exit_code") && t.at("exit_code").is_number() ? t.at("exit_code").get<int>() : kExitDataError;
         }
         m.failing += t.at("failing").get<uint64_t>();
         for (const auto& x : t.at("failures")) {
           FuzzFailure ff;
           ff.signature = x.at("failure");
           ff.seed = x.at("seed");
-          ff.schedule = x.value("schedule", "");
-          ff.schedule_file = x.value("schedule_file", "");
-          ff.thread_name = x.value("thread_name", "");
-          ff.type = x.value("type", "");
-          ff.message = x.value("message", "");
-          ff.words = x.value("words", "");
+          ff.schedule = Text(x, "schedule");
+          ff.schedule_file = Text(x, "schedule_file");
+          ff.thread_name = Text(x, "thread_name");
+          ff.type = Text(x, "type");
+          ff.message = Text(x, "message");
+          ff.words = Text(x, "words");
           ff.silent = x.value("silent", false);
           ff.first = x.value("first", true);
           auto it = std::find_if(m.failures.begin(), m.failures.end(),

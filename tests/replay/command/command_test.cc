@@ -61,7 +61,11 @@ TEST(Command, FuzzListsFailuresByHarmAndRendersJson) {
   f.options.json = true;
   const FuzzOutput json = RunFuzzCommand(f);
   EXPECT_EQ(json.out, FuzzJson(json.traces, "") + "\n");
-  EXPECT_EQ(json.out.rfind("{\"rerace_fuzz\":1,\"shard\":\"\",\"traces\":[", 0), 0u) << json.out;
+  EXPECT_EQ(json.out.rfind("{\"schema_version\":1,\"command\":\"fuzz\",\"rerace_fuzz\":1,\"shard\":null,"
+                           "\"traces\":[",
+                           0),
+            0u)
+      << json.out;
   EXPECT_EQ(notes, "");
 }
 

@@ -14,6 +14,17 @@ namespace rerace::replay {
 // invalid UTF-8 replaced by U+FFFD.
 std::string JsonEscape(const std::string& s);
 
+// `s` as a JSON string with its quotes; JsonOrNull gives `null` for an empty `s` (a value that
+// is absent is null in every JSON rerace writes, never "": docs/JSON.md).
+std::string JsonString(const std::string& s);
+std::string JsonOrNull(const std::string& s);
+
+// The version of the JSON every command writes (docs/JSON.md, docs/schema/rerace.schema.json):
+// each top-level object opens with "schema_version" and "command".
+inline constexpr int kJsonSchemaVersion = 1;
+// `{"schema_version":1,"command":"<command>",` : the opening of a command's top-level object.
+std::string JsonHeader(const char* command);
+
 }  // namespace rerace::replay
 
 namespace rerace::replay::detail {

@@ -34,6 +34,13 @@ std::vector<PatchId> IdentifyPatches(const std::vector<std::string>& paths);
 std::string CheckedWords(const std::string& fix, const std::vector<PatchId>& patches,
                          bool quote = true);
 
+// The same without the content hashes: "patch my_lock.py", "fix 'lock-run' + patch
+// my_lock.py". For a name that must stay the same when a patch file is edited (a JUnit test
+// case, whose history a CI page keeps by name); whatever carries it must give the hashes
+// beside it (the case's properties), since this name alone does not tell two versions apart.
+std::string CheckedNames(const std::string& fix, const std::vector<PatchId>& patches,
+                         bool quote = true);
+
 // A file-name part for the same: "lock-run", "my_lock-1a2b3c4d", "lock-run_my_lock-1a2b3c4d",
 // "none". A fix description that had to be changed to fit a file name
 // ("lock=hooks" -> "lock_hooks") gains the short hash of the description, so that two

@@ -49,6 +49,10 @@ struct FuzzTrace {
   // its exit code; the other traces' results are kept. "" and 0 otherwise.
   std::string error;
   int error_code = 0;
+  // The wall time of this trace's runs (with their shrinking and saving), in seconds: JUnit's
+  // `time` only. The JSON leaves it out, its bytes being the same for the same inputs and
+  // seeds; so a merged result has 0.
+  double seconds = 0;
 };
 
 // The order fuzz and merge list failures in: by harm (docs/MODEL.md), then by signature.
@@ -56,11 +60,18 @@ bool FailureBefore(const FuzzFailure& x, const FuzzFailure& y);
 // {"rerace_fuzz":1,"shard":...,"traces":[...]}: `shard` is "" (unsharded), "K/N", or
 // "merged 0/2 1/2".
 std::string FuzzJson(const std::vector<FuzzTrace>& all, const std::string& shard);
-// One test case per trace and fix, one more per distinct failure.
+// One test case per trace and fix, one more per distinct failure. A case is named by the fix
+// and the patches' file names ("patch my_lock.py (40 runs, random)"), never by a content hash,
+// so that its history on a CI page survives an edit of the patch; each patch's SHA-256 is a
+// property of the case ("sha256 my_lock.py"). Each case has a `time`: the trace's `seconds`
+// for its case, 0 for its failures'. NB: `time` is the one thing in the file that differs
+// between two runs of the same inputs and seeds.
 std::string FuzzJunit(const std::vector<FuzzTrace>& all);
 
 // `rerace check --junit`: one test case, named after `checked` ("fix 'lock-run'", "patch
-// my_lock.py (sha256 ...)"), of suite "rerace check", class `trace`. `verdict` is "holds"
+// my_lock.py": CheckedNames, without content hashes, as FuzzJunit's), of suite "rerace check",
+// class `trace`, with `patches` (file, sha256) as properties and `seconds`, the command's wall
+// time, as its `time`. `verdict` is "holds"
 // (the case passes; `verdict_line`, which says what the search covered, is its output),
 // "fails" (a failure: `verdict_line` its message, `report` its text) or
 // "inconclusive" (skipped, with `verdict_line` as the reason: neither a pass nor a failure).
@@ -70,7 +81,9 @@ std::string FuzzJunit(const std::vector<FuzzTrace>& all);
 // report. It is the text of a failure; otherwise the case's output, after the verdict line.
 std::string CheckJunit(const std::string& trace, const std::string& checked,
                        const std::string& engine, const std::string& verdict,
-                       const std::string& verdict_line, const std::string& report);
+                       const std::string& verdict_line, const std::string& report,
+                       const std::vector<std::pair<std::string, std::string>>& patches,
+                       double seconds);
 
 // `report` with its verdict lines coloured for a terminal (FAILED/FAILS red, ok/holds green,
 // warnings yellow) when `colour`; unchanged otherwise.

@@ -18,7 +18,8 @@ namespace rerace::replay {
 // The text report: the failure first (as Python raised it, then in rerace's words), each
 // involved thread's last steps, the simulated step time, warnings, how to replay it.
 std::string FormatReport(const ReplayResult& r, const Program& p, const std::string& replay_hint);
-// With `with_races`, a "races" array (RacesJson) is added.
+// With `with_races`, "races" is an array (RacesJson), else null. The object has the same keys
+// under both engines (docs/JSON.md); a command that prints it at the top adds JsonHeader.
 std::string FormatJson(const ReplayResult& r, const Program& p, bool with_races = false);
 std::string RacesJson(const std::vector<sim::Race>& races);
 // The races of a run, one per line, each with the failures of `involved` that touch either

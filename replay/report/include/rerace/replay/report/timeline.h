@@ -51,9 +51,12 @@ class StepLog final : public sim::Strategy {
 
 // `steps` from the StepLog the run was made with.
 std::string ReplayTimeline(const ReplayResult& r, const std::vector<StepLog::Step>& steps);
-// Kernels as a slice per launch, named by the demangled kernel (Demangle), the raw name in its
-// "mangled" argument; each tuner call a B/E pair (a call the trace never ends is closed at its
-// thread's last event, with a note).
+// Kernels as a slice per launch, named short (ShortKernelName, as Nsight Systems shows them),
+// with the kernel's number in its "kernel" argument; the top-level "metadata" has the table of
+// kernels by number, each with its full name (Demangle) and the raw one ("kernels": [{"kernel",
+// "name", "full_name", "mangled"}]), and the first event that names a kernel has its
+// "full_name" argument too. Each tuner call a B/E pair (a call the trace never ends is closed at
+// its thread's last event, with a note).
 std::string TraceTimeline(const traces::Trace& t);
 // The same text, streamed from the trace at `trace_path` to the file `out_path` (written
 // whole or not at all: a temporary file renamed) in two passes: the first reads the whole
