@@ -4,8 +4,10 @@
 #               and the determinism check across the two
 #   make test-sanitize   the test suites under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make bench  build and run the benchmarks
-#   make test-pip   `pip install .` into a fresh venv (build/pip-venv), then the installed
+#   make test-pip   the wheel (`pip wheel .`, `auditwheel repair`: build/dist) installed into a
+#               fresh venv (build/pip-venv), `ldd` of what it installed, then the installed
 #               rerace, `import rerace` and the example project's pytest (examples/pytest-triton)
+#   make wheel  the self-contained manylinux wheel only, in build/dist
 JOBS    ?= $(shell nproc)
 WERROR  ?= OFF
 CUDA    ?= $(shell command -v nvcc >/dev/null 2>&1 && echo ON || echo OFF)
@@ -17,7 +19,7 @@ PY_FLAGS = -DRERACE_PY_ROOT=$(PY_ROOT)
 # (a CI fuzz job, say); the python engine's tests then skip, saying what is missing.
 PYTHON_ENVS ?= ON
 
-.PHONY: test-pip all deps build build-nocuda build-asan build-fuzz build-tsan test-tsan fuzz test test-nocuda test-sanitize demo bench clean
+.PHONY: test-pip wheel all deps build build-nocuda build-asan build-fuzz build-tsan test-tsan fuzz test test-nocuda test-sanitize demo bench clean
 
 all: build
 
@@ -50,11 +52,17 @@ test: build build-nocuda
 
 # The pip package from a clean state: the C++ build dependencies (Debian), then
 # tools/scripts/test-pip.sh (its venv's Python: build/py/venv312's when there, else python3;
-# RERACE_VENV_PYTHON=... another). Builds only the rerace CLI and the extension (Release, no LTO, ccache
-# when installed) in build/pip/.
+# RERACE_VENV_PYTHON=... another). Builds only the rerace CLI, the extension and (with nvcc) the
+# CUPTI library (Release, no LTO, ccache when installed) in a temporary folder, repairs the wheel
+# with auditwheel (build/wheel-tools) into build/dist, installs it and checks it.
 test-pip:
 	@tools/scripts/install-deps.sh
 	tools/scripts/test-pip.sh
+
+# The same wheel, built and repaired, without the tests: build/dist/rerace-*-manylinux_*.whl.
+wheel:
+	@tools/scripts/install-deps.sh
+	tools/scripts/test-pip.sh wheel
 
 test-sanitize: build-asan
 	cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
