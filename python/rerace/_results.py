@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from ._run import shell
+from ._run import invoked_name, shell
 
 
 def _get(d: dict[str, Any], key: str, default: Any) -> Any:
@@ -112,7 +112,7 @@ class Run:
     def from_json(cls, d: dict[str, Any], base: list[str]) -> "Run":
         """``base``: the replay command's options besides trace and schedule (fix, engine...)."""
         schedule = _get(d, "schedule", "")
-        cmd = ["rerace", "replay", _get(d, "trace", ""), "--schedule", schedule,
+        cmd = [invoked_name(), "replay", _get(d, "trace", ""), "--schedule", schedule,
                *engine_named(base, _get(d, "engine", ""))]
         return cls(trace=_get(d, "trace", ""), fix=_get(d, "fix", ""), engine=_get(d, "engine", ""),
                    strategy=_get(d, "strategy", ""), failed=bool(_get(d, "failed", False)),
@@ -388,7 +388,7 @@ class FuzzResult:
                                  thread_name=_get(f, "thread_name", ""), type=_get(f, "type", ""),
                                  message=_get(f, "message", ""), words=_get(f, "words", ""),
                                  silent=bool(_get(f, "silent", False)),
-                                 replay_command=shell(["rerace", "replay", _get(t, "trace", ""),
+                                 replay_command=shell([invoked_name(), "replay", _get(t, "trace", ""),
                                                        "--schedule", _get(f, "schedule", ""),
                                                        *engine_named(replay_base,
                                                                      _get(t, "engine", ""))]))

@@ -32,6 +32,23 @@ def _schemes() -> list[str]:
     return [n for n in dict.fromkeys(names) if n in sysconfig.get_scheme_names()]
 
 
+def invoked_name() -> str:
+    """How a printed command names rerace so that it runs as printed: ``rerace`` when that is on
+    PATH and is the binary this package runs, else that binary's path (``find_exe``)."""
+    try:
+        exe = find_exe()
+    except Error:
+        return "rerace"
+    import shutil
+    on_path = shutil.which("rerace")
+    try:
+        if on_path and os.path.samefile(on_path, exe):
+            return "rerace"
+    except OSError:
+        pass
+    return exe
+
+
 def find_exe() -> str:
     """The ``rerace`` binary installed with this package (or ``$RERACE_EXE``).
 

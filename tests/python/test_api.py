@@ -41,7 +41,40 @@ def check_json(verdict, exhausted, counterexample=None):
 BASE = ["--engine", "python", "--python-exe", "/venv/bin/python", "--patch", "bad.py"]
 
 
-class CheckFromJson(unittest.TestCase):
+class FromPath(unittest.TestCase):
+    """The replay commands the results print name rerace as found on PATH: "rerace ..." (these
+    from-JSON tests run the commands they print nowhere, so they pin that)."""
+
+    def setUp(self):
+        self._saved = rerace._results.invoked_name
+        rerace._results.invoked_name = lambda: "rerace"
+
+    def tearDown(self):
+        rerace._results.invoked_name = self._saved
+
+
+class InvokedName(unittest.TestCase):
+    """Issue 48 item 4: a printed command runs as printed: "rerace" when the PATH's rerace is the
+    binary the API runs, else that binary's path."""
+
+    def test_the_path_unless_rerace_on_path_is_the_same_binary(self):
+        with tempfile.TemporaryDirectory() as d:
+            exe = Path(d) / "rerace"
+            exe.write_text("#!/bin/sh\n")
+            exe.chmod(exe.stat().st_mode | stat.S_IXUSR)
+            saved = dict(os.environ)
+            try:
+                os.environ["RERACE_EXE"] = str(exe)
+                os.environ["PATH"] = "/usr/bin:/bin"
+                self.assertEqual(_run.invoked_name(), str(exe))
+                os.environ["PATH"] = d + ":/usr/bin:/bin"
+                self.assertEqual(_run.invoked_name(), "rerace")
+            finally:
+                os.environ.clear()
+                os.environ.update(saved)
+
+
+class CheckFromJson(FromPath):
     def test_fails_carries_counterexample_and_replay_command(self):
         r = CheckResult.from_json(check_json("fails", False, RUN), 1, ["rerace", "check"], BASE)
         self.assertTrue(r.fails)
@@ -147,7 +180,7 @@ class CheckFromJson(unittest.TestCase):
                       str(CheckResult.from_json(bound0, 3, ["rerace"], [])))
 
 
-class ReplayAndFuzzFromJson(unittest.TestCase):
+class ReplayAndFuzzFromJson(FromPath):
     def test_replay(self):
         r = ReplayResult.from_json(RUN, [])
         self.assertTrue(r.failed)

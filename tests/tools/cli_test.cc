@@ -28,8 +28,9 @@ struct CliRun {
 
 CliRun Rerace(const std::string& args, const std::string& env = "") {
   const char* bin = std::getenv("RERACE_BIN");
-  const std::string cmd =
-      env + (env.empty() ? "" : " ") + std::string(bin ? bin : "build/bin") + "/rerace " + args + " 2>&1";
+  // From PATH, as a user runs it (the hints say "rerace ...").
+  const std::string cmd = "PATH=" + std::string(bin ? bin : "build/bin") + ":\"$PATH\" " + env +
+                          (env.empty() ? "" : " ") + "rerace " + args + " 2>&1";
   FILE* p = popen(cmd.c_str(), "r");
   CliRun r{-1, ""};
   if (!p) return r;

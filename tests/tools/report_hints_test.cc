@@ -6,6 +6,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <regex>
 #include <string>
 #include <vector>
@@ -146,6 +147,47 @@ CliRun Pasted(const std::string& command) {
   const int status = pclose(p);
   r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return r;
+}
+
+// Issue 48, item 4: run by path (no rerace on PATH), every hint and suggestion names that path, so
+// that it runs as printed: replay's and fuzz's replay commands, a saved schedule's, fuzz's JUnit
+// replay, and the usage error's --help.
+TEST(ReportHints, HintsNameTheCommandAsInvoked) {
+  const char* dir = std::getenv("RERACE_BIN");
+  const std::string bin = std::string(dir ? dir : Source("build/bin")) + "/rerace";
+  const std::string tmp = TempDir("invoked");
+  auto by_path = [&](const std::string& args) {  // a PATH without rerace, the binary by path
+    return Pasted("PATH=/usr/bin:/bin; " + bin + " " + args);
+  };
+  const std::string t = SampleTrace("triton-none-h200.rrt");
+  auto hint_after = [](const std::string& out, const std::string& words) {
+    const size_t at = out.find(words);
+    if (at == std::string::npos) return std::string();
+    const size_t from = out.find_first_not_of(" \n", at + words.size());
+    return out.substr(from, out.find('\n', from) - from);
+  };
+  const CliRun r = by_path("replay " + t + " --engine model --seed 1");
+  ASSERT_EQ(r.code, 1) << r.out;
+  const std::string hint = hint_after(r.out, "replay it (add --save-schedule FILE to keep the schedule):");
+  ASSERT_EQ(hint.rfind(bin + " replay ", 0), 0u) << r.out;
+  const CliRun again = Pasted("PATH=/usr/bin:/bin; " + hint);
+  EXPECT_EQ(again.code, 1) << hint << "\n" << again.out;
+  EXPECT_EQ(FailedCode(again.out), FailedCode(r.out)) << again.out;
+  const CliRun f = by_path("fuzz " + t + " --engine model --runs 20 --junit " + tmp + "/j.xml");
+  ASSERT_EQ(f.code, 1) << f.out;
+  EXPECT_TRUE(Has(f.out, "      replay: " + bin + " replay ")) << f.out;
+  EXPECT_FALSE(Has(f.out, "replay: rerace replay")) << f.out;
+  const std::string xml = Slurp(tmp + "/j.xml");
+  EXPECT_TRUE(Has(xml, "replay: " + bin + " replay ")) << xml;
+  const CliRun s = by_path("replay " + t + " --engine model --seed 1 --save-schedule " + tmp + "/s.sched");
+  EXPECT_TRUE(Has(s.out, "replay it with: " + bin + " replay ")) << s.out;
+  const CliRun bad = by_path("replay --no-such-flag");
+  EXPECT_EQ(bad.code, 64);
+  EXPECT_TRUE(Has(bad.out, "(run '" + bin + " --help')")) << bad.out;
+  // From PATH, the hints say plain "rerace".
+  EXPECT_TRUE(Has(Rerace("replay " + t + " --engine model --seed 1").out,
+                  "keep the schedule): rerace replay "));
+  std::filesystem::remove_all(tmp);
 }
 
 // Issue 28, item 4: a fuzz run of the real code under PYTHONPATH=triton-3.8.0 prints hints that

@@ -11,6 +11,7 @@
 #include "commands.h"
 #include "flags.h"
 #include "rerace/base/result.h"
+#include "rerace/replay/command/command.h"
 #include "rerace/sim/classic_bugs.h"
 #include "rerace/sim/schedule.h"
 #include "rerace/sim/scheduler.h"
@@ -79,8 +80,9 @@ int RunClassic(const ClassicArgs& a) {
                                                     {"strategy", (*strategy)->Name()},
                                                     {"failure", r.failure->message}});
       if (!saved) return ReportError(saved.error());
-      std::printf("schedule saved to %s: replay it with 'rerace classic %s --schedule %s'\n",
-                  a.schedule_out.c_str(), std::string(bug->name).c_str(), a.schedule_out.c_str());
+      std::printf("schedule saved to %s: replay it with: %s classic %s --schedule %s\n",
+                  a.schedule_out.c_str(), QuotedProgram().c_str(), std::string(bug->name).c_str(),
+                  replay::ShellQuote(a.schedule_out).c_str());
     }
     return kExitFound;
   }

@@ -30,6 +30,13 @@ class CommandTable {
   std::vector<Entry> entries_;
 };
 
+// The command as it was invoked (main's argv[0], "rerace" until main sets it), shell-quoted: what
+// every hint and suggestion names, so that it runs as printed ("build/bin/rerace replay ..." when
+// run by path, "rerace replay ..." from PATH). Set once by main before any command runs.
+void SetProgram(const char* argv0);
+const std::string& Program();        // as invoked
+const std::string& QuotedProgram();  // as a shell reads it
+
 // "\033[1;31m" etc. when stdout is a terminal and NO_COLOR is unset; "" otherwise.
 bool UseColour();
 

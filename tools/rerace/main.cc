@@ -47,6 +47,7 @@ int main(int argc, char** argv) {
   app.formatter(std::make_shared<WrappedHelp>());  // before the subcommands: they take it over
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("rerace ") + RERACE_VERSION);
+  rerace::tools::SetProgram(argc > 0 ? argv[0] : nullptr);  // what the hints name
   rerace::tools::CommandTable table;
   rerace::tools::RegisterClassic(app, table);
   rerace::tools::RegisterTraceCommands(app, table);
@@ -62,7 +63,8 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    std::fprintf(stderr, "rerace: error: %s (run 'rerace --help')\n", e.what());
+    std::fprintf(stderr, "rerace: error: %s (run '%s --help')\n", e.what(),
+                 rerace::tools::QuotedProgram().c_str());
     return rerace::kExitUsage;
   }
   // Output lost to a full disk or a file size limit must be noticed: SIGXFSZ would end the

@@ -37,7 +37,7 @@ int RunMerge(const MergeArgs& a) {
   if (!merged) return ReportError(merged.error());
   std::printf("%s\n", replay::FuzzJson(merged->traces, merged->shard_label).c_str());
   if (!a.junit.empty())
-    if (auto w = WriteFileAtomically(a.junit, replay::FuzzJunit(merged->traces)); !w)
+    if (auto w = WriteFileAtomically(a.junit, replay::FuzzJunit(merged->traces, QuotedProgram())); !w)
       return ReportError(w.error());
   if (!merged->missing.empty()) return ReportError(replay::MissingShardsError(merged->missing));
   if (merged->error) return ReportError(*merged->error);

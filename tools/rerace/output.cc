@@ -1,7 +1,9 @@
 // tools/rerace/output.cc: checked stdout and all-or-nothing files (see output.h).
 #include "output.h"
 
+#include "commands.h"
 #include "rerace/base/output_file.h"
+#include "rerace/replay/command/command.h"
 
 #include <fmt/format.h>
 #include <poll.h>
@@ -12,6 +14,19 @@
 #include <cstring>
 
 namespace rerace::tools {
+
+namespace {
+std::string program = "rerace";
+std::string quoted_program = "rerace";
+}  // namespace
+
+void SetProgram(const char* argv0) {
+  if (argv0 == nullptr || *argv0 == '\0') return;
+  program = argv0;
+  quoted_program = replay::ShellQuote(program);
+}
+const std::string& Program() { return program; }
+const std::string& QuotedProgram() { return quoted_program; }
 
 int FinishStdout(int code) {
   errno = 0;

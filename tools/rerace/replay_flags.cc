@@ -130,6 +130,7 @@ void AddCommonFlags(CLI::App* sub, CommonFlags& f, bool with_strategy) {
 
 replay::CommandOptions ParsedOptions(const CommonFlags& f) {
   replay::CommandOptions o = f.options;
+  o.program = Program();
   auto given = [](const CLI::Option* opt) { return opt != nullptr && opt->count() > 0; };
   o.fix_given = given(f.fix_opt);
   o.model_given = given(f.model_opt);

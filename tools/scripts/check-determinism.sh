@@ -5,9 +5,17 @@
 # Python with Triton (tools/scripts/python-envs.sh): the C++ side of the engine (its scheduler,
 # strategies, DPOR, shrinking and reports) is in both builds; its Python is the same for both.
 set -euo pipefail
-a=$1 b=$2
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+# Each build invoked as "rerace" (argv[0]): the hints name the command as invoked, which must not
+# be where the build lies.
+as_rerace() {  # as_rerace BINARY NAME: NAME, a script that runs BINARY with argv[0] "rerace"
+  printf '#!/usr/bin/env bash\nexec -a rerace %q "$@"\n' "$(cd "$(dirname "$1")" && pwd)/$(basename "$1")" >"$2"
+  chmod +x "$2"
+}
+as_rerace "$1" "$tmp/rerace-a"
+as_rerace "$2" "$tmp/rerace-b"
+a=$tmp/rerace-a b=$tmp/rerace-b
 run() {
   local bin=$1 out=$2
   : >"$out"

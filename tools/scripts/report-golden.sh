@@ -38,7 +38,7 @@ case_() {
   local name=$1
   shift
   n=$((n + 1))
-  "$bin" "$@" >"$out/$name.out" 2>"$out/$name.err"
+  (exec -a rerace "$bin" "$@") >"$out/$name.out" 2>"$out/$name.err"  # named as from PATH
   echo $? >"$out/$name.rc"
 }
 

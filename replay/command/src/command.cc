@@ -225,8 +225,8 @@ std::string EngineEnvironment(const CommandOptions& c) {
 // real-code engine ran in; the caller adds how the schedule is chosen.
 std::string ReplayCommandLine(const std::string& trace, const CommandOptions& c) {
   const std::string env = EngineEnvironment(c);
-  std::string f = (env.empty() ? "" : "PYTHONPATH=" + ShellQuote(env) + " ") + "rerace replay " +
-                  ShellQuote(trace);
+  std::string f = (env.empty() ? "" : "PYTHONPATH=" + ShellQuote(env) + " ") + ShellQuote(c.program) +
+                  " replay " + ShellQuote(trace);
   if (c.fix != "none") f += " --fix " + ShellQuote(c.fix);
   if (c.model != "auto") f += " --model " + c.model;
   if (c.reps != 1) f += fmt::format(" --reps {}", c.reps);

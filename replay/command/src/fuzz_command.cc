@@ -248,7 +248,7 @@ FuzzOutput RunFuzzCommand(const FuzzCommand& command) {
   const std::string shard_text = a.shard.empty() ? "" : fmt::format("{}/{}", shard->index, shard->count);
   if (a.options.json) out += Sprintf("%s\n", FuzzJson(all, shard_text).c_str());
   if (!a.junit.empty())
-    if (auto w = WriteOutput(a.junit, FuzzJunit(all)); !w) return Fail(out, w.error());
+    if (auto w = WriteOutput(a.junit, FuzzJunit(all, ShellQuote(command.options.program))); !w) return Fail(out, w.error());
   if (error) {
     // The others' results are out (text, JSON, JUnit); the command still ends in the error.
     Error e = *error;

@@ -104,7 +104,7 @@ std::string FuzzJson(const std::vector<FuzzTrace>& all, const std::string& shard
   return out + "]}";
 }
 
-std::string FuzzJunit(const std::vector<FuzzTrace>& all) {
+std::string FuzzJunit(const std::vector<FuzzTrace>& all, const std::string& program) {
   // One test case per trace and fix, and one more per distinct failure (with its seed and
   // schedule in the message), so that a CI page lists each failure on its own line.
   size_t tests = 0, failures = 0, errors = 0;
@@ -139,7 +139,7 @@ std::string FuzzJunit(const std::vector<FuzzTrace>& all) {
       ++tests;
       ++failures;
       // The replay names the fix and engine; a patch's path and the Python are the run's.
-      std::string replay = "rerace replay " + t.trace;
+      std::string replay = program + " replay " + t.trace;
       if (t.fix != "none") replay += " --fix '" + t.fix + "'";
       if (t.engine != "model") replay += " --engine " + t.engine;
       replay += f.schedule_file.empty() ? " --schedule '" + f.schedule + "'" : " --schedule " + f.schedule_file;

@@ -22,7 +22,9 @@ struct CliRun {
 // Runs `rerace ARGS` through the shell (so ARGS may quote and redirect).
 inline CliRun Rerace(const std::string& args) {
   const char* bin = std::getenv("RERACE_BIN");
-  const std::string cmd = std::string(bin ? bin : "build/bin") + "/rerace " + args + " 2>&1";
+  // From PATH, as a user runs it: the hints it prints then say "rerace ..." (run by path they name
+  // the path: ReportHints.HintsNameTheCommandAsInvoked).
+  const std::string cmd = "PATH=" + std::string(bin ? bin : "build/bin") + ":\"$PATH\" rerace " + args + " 2>&1";
   CliRun r;
   FILE* p = popen(cmd.c_str(), "r");
   if (!p) return r;

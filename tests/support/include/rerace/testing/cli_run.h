@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 
 #include <array>
+#include <filesystem>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -27,8 +28,11 @@ struct CliRun {
 inline CliRun RunRerace(const std::string& args, const std::string& env = "",
                         const std::string& redirect = "2>&1") {
   const char* bin = std::getenv("RERACE_BIN");
-  const std::string cmd = env + (env.empty() ? "" : " ") + std::string(bin ? bin : "build/bin") +
-                          "/rerace " + args + " " + redirect;
+  // From PATH, as a user runs it (the hints say "rerace ..."); `env` may be commands of its own
+  // ("ulimit -f 0;", "cd DIR && env -u PYTHONPATH"), so PATH is exported first.
+  const std::string dir = std::filesystem::absolute(bin ? bin : "build/bin").string();
+  const std::string cmd = "export PATH='" + dir + "':\"$PATH\"; " + env + (env.empty() ? "" : " ") +
+                          "rerace " + args + " " + redirect;
   FILE* p = popen(cmd.c_str(), "r");
   CliRun r;
   if (!p) return r;

@@ -51,6 +51,9 @@ using Notes = std::function<void(const std::string&)>;
 // `*_given` flag tells a value the user gave from a default (a schedule file's header fills in
 // what was not given).
 struct CommandOptions {
+  // The command as it was invoked (argv[0]: "rerace" from PATH, "build/bin/rerace" or a venv's
+  // path when run by path): the hints and saved schedules name it, so that they run as printed.
+  std::string program = "rerace";
   bool races = false;
   std::string fix = "none";
   std::string model = "auto";

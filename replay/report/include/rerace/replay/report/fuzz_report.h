@@ -66,7 +66,9 @@ std::string FuzzJson(const std::vector<FuzzTrace>& all, const std::string& shard
 // property of the case ("sha256 my_lock.py"). Each case has a `time`: the trace's `seconds`
 // for its case, 0 for its failures'. NB: `time` is the one thing in the file that differs
 // between two runs of the same inputs and seeds.
-std::string FuzzJunit(const std::vector<FuzzTrace>& all);
+// `program`: the command as invoked (CommandOptions::program), shell-quoted, which each failure's
+// replay names.
+std::string FuzzJunit(const std::vector<FuzzTrace>& all, const std::string& program = "rerace");
 
 // `rerace check --junit`: one test case, named after `checked` ("fix 'lock-run'", "patch
 // my_lock.py": CheckedNames, without content hashes, as FuzzJunit's), of suite "rerace check",
