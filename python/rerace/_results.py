@@ -75,7 +75,10 @@ class Finding:
     @property
     def traceback(self) -> str:
         """The finding as the text report prints it: exception and the place it was raised."""
-        exc = self.type if not self.message else f"{self.type}: {self.message}"
+        if self.silent:  # it raised nothing (the JSON's type and message are null)
+            exc = "(silent corruption: nothing raised)"
+        else:
+            exc = self.type if not self.message else f"{self.type}: {self.message}"
         return f"{exc}\n  at {self.place}"
 
     @classmethod

@@ -181,6 +181,21 @@ class CheckFromJson(FromPath):
 
 
 class ReplayAndFuzzFromJson(FromPath):
+    def test_schema_1_nulls_read_as_absent(self):
+        # A silent failure (type and message null), a deadlock (thread null), no search run.
+        silent = dict(FINDING, code="wrong-restore", silent=True, type=None, message=None)
+        dead = dict(FINDING, code="deadlock", thread=None, thread_name=None)
+        run = dict(RUN, findings=[silent, dead], patch_reach=None, model="triton", races=None)
+        r = ReplayResult.from_json(run, [])
+        self.assertEqual(r.findings[0].exception, "")
+        self.assertTrue(r.findings[0].traceback.startswith("(silent corruption: nothing raised)"),
+                        r.findings[0].traceback)
+        self.assertEqual((r.findings[1].thread, r.findings[1].thread_name), (-1, ""))
+        self.assertEqual(r.patch_reach, [])
+        c = check_json("fails", False, run)
+        c["search"] = dict(c["search"], method=None, bound=None)
+        self.assertIsNone(CheckResult.from_json(c, 1, ["rerace", "check"], []).search.bound)
+
     def test_replay(self):
         r = ReplayResult.from_json(RUN, [])
         self.assertTrue(r.failed)

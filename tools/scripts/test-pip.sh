@@ -210,5 +210,34 @@ tail -25 bad.log
 [ $bad -eq 1 ] || fail "the bad patch's test exited $bad, expected 1 (a failed test)"
 grep -q -- "- rerace -" bad.log && grep -q "FAILS" bad.log || fail "the bad patch's failure does not print the plugin's rerace section with the verdict"
 grep -q "replay it: rerace replay" bad.log || fail "the bad patch's failure does not print the replay command"
+
+# The README's check of a patch as a user types it in the activated venv: no --python-exe,
+# --engine auto takes the venv's Python (python3 on PATH) with its Triton, and a good patch holds.
+set +e
+readme=$(rerace check "$EX/step.rrt" --patch "$EX/ourfix.py" --threads 2 2>&1)
+rc=$?
+set -e
+echo "$readme" | head -8
+[ $rc -eq 0 ] || fail "rerace check step.rrt --patch ourfix.py --threads 2 exited $rc, expected 0 (holds)"
+echo "$readme" | grep -q "^engine: python (--engine auto: " || fail "--engine auto did not take the venv's Python"
+echo "$readme" | grep -q "$VENV/bin/python" || fail "the engine line does not name the venv's Python"
+! echo "$readme" | grep -q "build/py" || fail "an installed rerace mentions build/py"
+# The API's keyword arguments, as the CLI's options; an inconclusive search is not a race.
+python - "$EX" <<'PY'
+import sys, rerace
+from rerace.testing import Inconclusive, RaceFound, assert_holds
+ex = sys.argv[1]
+r = rerace.check(f"{ex}/step.rrt", patch=f"{ex}/ourfix.py", bound=1, max_runs=200, runs=5, seed=3, jobs=1)
+assert r.verdict == "holds" and r.search.bound == 1 and r.json["schema_version"] == 1, (r.verdict, r.json)
+f = rerace.check(f"{ex}/step.rrt", patch=[f"{ex}/lock_bench.py"], bound=1, seed=1)
+assert f.verdict == "fails" and f.counterexample.findings, f.verdict
+try:
+    assert_holds(rerace.check(f"{ex}/step.rrt", patch=f"{ex}/ourfix.py", bound=2, max_runs=3))
+except Inconclusive:
+    pass
+else:
+    raise AssertionError("a search stopped at its budget must raise Inconclusive")
+print("test-pip: the API's keyword arguments: holds, fails, inconclusive as the CLI says")
+PY
 echo "test-pip: times: wheel build from source (pip wheel .) ${build_s} s; auditwheel repair ${repair_s} s; wheel install into the fresh venv ${install_s} s"
 echo "test-pip: ok ($TAG wheel in ${DIST#"$SRC"/}; good patch: exit 0; bad patch: exit 1 with its counterexample)"
