@@ -17,36 +17,35 @@ inline constexpr size_t kReportWidth = 160;
 
 namespace wrap_detail {
 
-// Columns of a line as a terminal shows it: UTF-8 continuation bytes and ANSI colour
-// sequences (ESC [ ... m) take none.
-inline size_t Columns(std::string_view s) {
-  size_t n = 0;
+// Calls `each(i)` with the byte offset of every column of `s` as a terminal shows it: UTF-8
+// continuation bytes and ANSI colour sequences (ESC [ ... m) take none. Stops when it returns
+// true; returns that offset, else s.size().
+template <typename Each>
+size_t EachColumn(std::string_view s, Each&& each) {
   for (size_t i = 0; i < s.size(); ++i) {
     const auto c = static_cast<unsigned char>(s[i]);
     if (c == 0x1b && i + 1 < s.size() && s[i + 1] == '[') {
       while (i < s.size() && s[i] != 'm') ++i;
       continue;
     }
-    if ((c & 0xC0) != 0x80) ++n;
+    if ((c & 0xC0) != 0x80 && each(i)) return i;
   }
+  return s.size();
+}
+
+inline size_t Columns(std::string_view s) {
+  size_t n = 0;
+  EachColumn(s, [&n](size_t) {
+    ++n;
+    return false;
+  });
   return n;
 }
 
 // The byte offset in `s` where `columns` columns end (s.size() when it is shorter).
 inline size_t ByteAt(std::string_view s, size_t columns) {
   size_t n = 0;
-  for (size_t i = 0; i < s.size(); ++i) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    if (c == 0x1b && i + 1 < s.size() && s[i + 1] == '[') {
-      while (i < s.size() && s[i] != 'm') ++i;
-      continue;
-    }
-    if ((c & 0xC0) != 0x80) {
-      if (n == columns) return i;
-      ++n;
-    }
-  }
-  return s.size();
+  return EachColumn(s, [&](size_t) { return n++ == columns; });
 }
 
 // One line wrapped at spaces to `width` columns, each further line starting with `indent`
