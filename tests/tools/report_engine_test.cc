@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -232,5 +234,53 @@ TEST(ReportEngine, AChangedPatchIsRefusedUnlessAllowedAndThenSaid) {
                            "python: "))
       << raw.out;
   EXPECT_TRUE(Has(raw.out, "patches my_lock.py (sha256 ")) << raw.out;
+  std::filesystem::remove_all(dir);
+}
+
+namespace {
+
+// A number after `key` in a one-line JSON object ("\"step_ms\":" -> 2071.617); -1 when absent.
+double JsonNumber(const std::string& json, const std::string& key) {
+  const size_t at = json.find(key);
+  if (at == std::string::npos) return -1;
+  return std::strtod(json.c_str() + at + key.size(), nullptr);
+}
+
+}  // namespace
+
+// Issue 49 item 10: a patch file of the user's is priced as the fix they declare it implements
+// (check --price-as): the model's figure for that fix, on the same calibrated virtual GPU, and
+// the cost says it is the declaration that was priced; without it, the patch is not priced and
+// the reason names the flag. A rerace fix copied as the user's own file is the test's patch.
+TEST(ReportEngine, APatchIsPricedAsTheFixItIsDeclaredToImplement) {
+  const std::string python = std::string(RERACE_PY_ROOT) + "/venv/bin/python";
+  if (std::string(RERACE_PY_ROOT).empty() || access(python.c_str(), X_OK) != 0)
+    GTEST_SKIP() << python << " is missing (tools/scripts/python-envs.sh)";
+  const std::string dir = TempDir("price-as");
+  std::filesystem::copy_file(Source("replay/engine/python/rerace_real/fixes/lock_run.py"),
+                             dir + "/my_lock.py");
+  const std::string t = SampleTrace("triton-none-h200.rrt");
+  const std::string engine = " --engine python --python-exe " + python + " --patch " + dir + "/my_lock.py";
+  const CliRun priced = Rerace("check " + t + engine + " --price-as lock-run --bound 1 --json 2>/dev/null");
+  ASSERT_EQ(priced.code, 0) << priced.out;
+  EXPECT_TRUE(Has(priced.out, "\"priced_by\":\"price-as\",\"price_as\":\"lock-run\",\"unpriced\":null"))
+      << priced.out;
+  const CliRun model = Rerace("check " + t + " --engine model --fix lock-run --bound 1 --json");
+  ASSERT_EQ(model.code, 0) << model.out;
+  const double patch_ms = JsonNumber(priced.out, "\"step_ms\":");
+  const double fix_ms = JsonNumber(model.out, "\"step_ms\":");
+  ASSERT_GT(fix_ms, 0) << model.out;
+  EXPECT_LE(std::abs(patch_ms - fix_ms), 0.15 * fix_ms) << patch_ms << " against " << fix_ms;
+  const CliRun text = Rerace("check " + t + engine + " --price-as lock-run --bound 1 2>/dev/null");
+  EXPECT_TRUE(Has(text.out, "(priced by the C++ model of 'lock-run', which --price-as declares")) << text.out;
+  // Without the declaration: not priced, and the reason says how to price it.
+  const CliRun bare = Rerace("check " + t + engine + " --bound 1 2>/dev/null");
+  EXPECT_TRUE(Has(bare.out, "cost: not priced: a patch file (--patch) is real code the model cannot "
+                            "price (--price-as FIX prices it as the fix it implements)"))
+      << bare.out;
+  EXPECT_EQ(Rerace("check " + t + " --price-as lock-run").code, 64);
+  const CliRun unknown = Rerace("check " + t + engine + " --price-as nope --bound 1");
+  EXPECT_EQ(unknown.code, 64) << unknown.out;
+  EXPECT_TRUE(Has(unknown.out, "--price-as: unknown fix 'nope'")) << unknown.out;
   std::filesystem::remove_all(dir);
 }

@@ -12,6 +12,7 @@
 #include "rerace/replay/search/check.h"
 #include "rerace/replay/command/command.h"
 #include "rerace/replay/model/fix.h"
+#include "rerace/replay/model/fix.h"
 
 namespace rerace::tools {
 
@@ -84,9 +85,17 @@ void RegisterCheck(CLI::App& app, CommandTable& table) {
                 "what the search covered), failure for 'fails', skipped for 'inconclusive'")
       ->check(flags::FileName());
   AddCommonFlags(c, ca->flags, false);
+  c->add_option("--price-as", ca->flags.options.price_as,
+                "With --patch: price the patch as the model of this fix (a name, names joined by "
+                "'+', or a description), which you declare it implements: the verdict stays the "
+                "real code's, the cost line says it priced the declaration, not the patch's code")
+      ->needs(c->get_option("--patch"));
   table.Add(c, [ca] {
     replay::CheckCommand command = ca->command;
     command.options = ParsedOptions(ca->flags);
+    if (!command.options.price_as.empty())
+      if (auto f = replay::ParseFix(command.options.price_as); !f)
+        return ReportError({"--price-as: " + f.error().message, kExitUsage});
     if (ca->bound >= 0) command.bound = static_cast<uint32_t>(ca->bound);
     if (ca->threads >= 0) command.threads = static_cast<uint32_t>(ca->threads);
     command.runs_given = ca->runs_opt->count() > 0;

@@ -175,6 +175,7 @@ Result<LoadedTrace> LoadTrace(const std::string& path, const CommandOptions& c, 
     for (const std::string& p : c.patches)
       l.options.patches.push_back(std::filesystem::absolute(p).string());
     if (auto u = UsePythonFix(c.fix, l.options); !u) return u.error();
+    l.options.price_as = c.price_as;
     // A recording whose program took locks of its own was patched: the real code must run the
     // patch, or it checks stock code that never ran.
     std::set<std::string> locks;

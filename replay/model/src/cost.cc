@@ -74,10 +74,16 @@ std::string Baseline::Words() const {
 
 std::string FormatCost(const FixCost& c) {
   if (!c.unpriced.empty()) return fmt::format("cost: not priced: {}", c.unpriced);
-  const std::string by = c.priced_by == "model"
-                             ? " (priced by the C++ model of the same fix, the calibrated virtual "
-                               "GPU and CPU: the real-code engine runs only the recorded kernels)"
-                             : "";
+  const std::string by =
+      c.priced_by == "model"
+          ? " (priced by the C++ model of the same fix, the calibrated virtual GPU and CPU: the "
+            "real-code engine runs only the recorded kernels)"
+      : c.priced_by == "price-as"
+          ? fmt::format(" (priced by the C++ model of '{}', which --price-as declares the patch "
+                        "implements, on the calibrated virtual GPU and CPU: the patch's own code "
+                        "is not priced, only what it was declared to do)",
+                        c.price_as)
+          : "";
   if (!c.priced)
     return fmt::format("cost: none: with {} the timed schedule fails ({}), so it has no step "
                        "time{}",
@@ -117,7 +123,7 @@ std::string CostJson(const FixCost& c) {
   return fmt::format(
       "{{\"fix\":{},\"step_ms\":{},\"failure\":{},\"baseline\":{{\"kind\":\"{}\",\"ms\":{}}},"
       "\"ratio\":{},\"completed_workers\":{},\"cold_ms\":{:.3f},\"contention\":{{\"per_doubling\":{:.3f},"
-      "\"from\":{},\"ms\":{:.3f}}},\"terms\":[{}],\"priced_by\":{},\"unpriced\":{}}}",
+      "\"from\":{},\"ms\":{:.3f}}},\"terms\":[{}],\"priced_by\":{},\"price_as\":{},\"unpriced\":{}}}",
       JsonString(c.fix), c.priced ? fmt::format("{:.3f}", Ms(c.step_ns)) : "null",
       c.priced ? "null" : JsonString(c.failure), c.baseline.kind.empty() ? "none" : c.baseline.kind,
       c.baseline.kind.empty() ? "null" : fmt::format("{:.3f}", Ms(c.baseline.ns)),
@@ -125,7 +131,7 @@ std::string CostJson(const FixCost& c) {
       c.completed_workers, Ms(c.terms.cold_ns), static_cast<double>(c.terms.trial_contention_ppm) / 1e6,
       JsonOrNull(c.terms.trial_contention_from), Ms(c.terms.trial_contention_ns), terms,
       c.unpriced.empty() ? JsonString(c.priced_by.empty() ? "engine" : c.priced_by) : "null",
-      JsonOrNull(c.unpriced));
+      JsonOrNull(c.price_as), JsonOrNull(c.unpriced));
 }
 
 }  // namespace rerace::replay

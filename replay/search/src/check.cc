@@ -28,9 +28,30 @@ void EngineCosts(const Program& program, const ReplayOptions& options, Verdict& 
   const std::vector<std::string> recorded = PatchedParts(program);
   if (!own || !fix) {
     v.cost.unpriced = fmt::format("the model has no fix named '{}'", v.cost.fix);
+  } else if (options.patches.size() > shipped.patches.size() && !options.price_as.empty()) {
+    // The user says what the patch does (check --price-as): the model of that prices it, and the
+    // cost line says it is the declaration that was priced.
+    auto declared = ParseFix(v.cost.fix == "none" ? options.price_as : v.cost.fix + "+" + options.price_as);
+    if (!declared) {
+      v.cost.unpriced = fmt::format("--price-as '{}': {}", options.price_as, declared.error().message);
+      return;
+    }
+    ReplayOptions model = options;
+    model.engine = "model";
+    model.patches.clear();
+    model.fix = *declared;
+    model.target.clear();
+    const std::string label = v.cost.fix;
+    Replayer rep(program, model);
+    Costs(program, model, rep, v);
+    v.cost.fix = label;
+    v.cost.priced_by = "price-as";
+    v.cost.price_as = options.price_as;
+    return;
   } else if (options.patches.size() > shipped.patches.size()) {
-    v.cost.unpriced = "a patch file (--patch) is real code the model cannot price; the real-code "
-                      "engine's virtual GPU runs the recorded kernels only";
+    v.cost.unpriced = "a patch file (--patch) is real code the model cannot price (--price-as FIX "
+                      "prices it as the fix it implements); the real-code engine's virtual GPU "
+                      "runs the recorded kernels only";
   } else if (!recorded.empty() && v.cost.fix == "none") {
     v.cost.unpriced = "the recorded program was patched and the model would price stock Triton; "
                       "--fix NAME prices the fix it stands for";

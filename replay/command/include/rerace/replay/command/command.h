@@ -75,6 +75,7 @@ struct CommandOptions {
   bool allow_recorded_patch = false;
   double watchdog_seconds = 60;
   std::string failure;  // --failure KIND[@WHERE]
+  std::string price_as;  // check --price-as FIX: price the --patch files as the model of FIX
   // --only T,T,...: replay the sub-program of these recorded worker threads alone (indices as
   // reports number them; model/program.h SubProgram). "": every thread.
   std::string only;

@@ -73,8 +73,10 @@ struct FixCost {
   // step (CompleteFailedWorkers in replay/model/include/rerace/replay/model/calibrate.h); the report says so.
   uint32_t completed_workers = 0;
   // "" when the engine that checked the fix priced it; "model" when the real-code engine's fix
-  // was priced by the model of the same fix.
+  // was priced by the model of the same fix; "price-as" when a patch file was priced by the
+  // model of the fix the user declared it implements (check --price-as FIX: `price_as`).
   std::string priced_by;
+  std::string price_as;
   // Why there is no cost at all (the real-code engine ran code the model cannot price); then
   // `priced` is false and `failure` empty.
   std::string unpriced;

@@ -59,6 +59,9 @@ struct ReplayOptions {
   // python: import the patch module a patched recording names when it is installed here
   // (site-packages or the user's PYTHONPATH); without it such a recording needs --patch.
   bool allow_recorded_patch = false;
+  // check --price-as FIX: the model fix a --patch is priced as (its verdict stays the real
+  // code's); "" prices no patch file.
+  std::string price_as;
   // python: a run (or the set-up) that makes no progress for this long ends as a hang naming
   // where each Python thread is (--watchdog).
   uint32_t watchdog_ms = 60'000;
