@@ -149,10 +149,25 @@ class TracerTest(unittest.TestCase):
         self.assertEqual(seen, [False])
 
 
+def _with_hooks(value, fn):
+    old = os.environ.get("RERACE_GIL_HOOKS")
+    os.environ["RERACE_GIL_HOOKS"] = value
+    try:
+        return fn()
+    finally:
+        if old is None:
+            del os.environ["RERACE_GIL_HOOKS"]
+        else:
+            os.environ["RERACE_GIL_HOOKS"] = old
+
+
 @unittest.skipIf(not hasattr(sys, "monitoring"), "sys.monitoring is CPython 3.12+")
 class MonitoringTracerTest(TracerTest):
+    """The sys.monitoring tracer with its Python hooks (the reference)."""
+    HOOKS = "python"
+
     def make_tracer(self, rules, watched):
-        t = control.MonitoringTracer.make(rules, watched)
+        t = _with_hooks(self.HOOKS, lambda: control.MonitoringTracer.make(rules, watched))
         self.assertIsNotNone(t, "no free sys.monitoring tool id")
         return t
 
@@ -168,6 +183,76 @@ class MonitoringTracerTest(TracerTest):
                 del os.environ["RERACE_GIL_TRACER"]
             else:
                 os.environ["RERACE_GIL_TRACER"] = old
+
+# The C hooks (replay/engine/cext, built as RERACE_GIL_MODULE_DIR/_rerace_gil.abi3.so): ctest
+# sets RERACE_GIL_MODULE_DIR where the build made the module, and then it must load.
+_GIL_DIR = os.environ.get("RERACE_GIL_MODULE_DIR", "")
+if _GIL_DIR and _GIL_DIR not in sys.path:
+    sys.path.append(_GIL_DIR)
+
+
+def _c_hooks_missing():
+    if not hasattr(sys, "monitoring"):
+        return "sys.monitoring is CPython 3.12+"
+    if not _GIL_DIR:
+        return "this build made no _rerace_gil (no CPython 3.12+ headers: RERACE_GIL_MODULE_DIR unset)"
+    return None
+
+
+@unittest.skipIf(_c_hooks_missing() is not None, _c_hooks_missing() or "")
+class CHooksTracerTest(MonitoringTracerTest):
+    """Every case above with the hooks in C: the same hand-over places."""
+    HOOKS = "c"
+
+    def test_the_hooks_are_the_c_ones(self):
+        self.assertEqual(self.tracer.hooks, "C (_rerace_gil)")
+        self.assertEqual(type(self.tracer.c_hooks).__module__, "_rerace_gil")
+
+    def test_a_method_is_decided_by_the_type_it_is_bound_to(self):
+        # list.append checks after it cold and not once specialized; the same descriptor bound
+        # to a subclass of list stays a checking call (specialize.c: only list itself).
+        class Sub(list):
+            pass
+        seen = []
+        items, sub = [], Sub()
+
+        def probe(target):
+            self.ts.new_step()
+            target.append(1)
+            seen.append(self.ts.opportunity)
+
+        for _ in range(self.rules.warmup + 2):
+            self.run_traced(probe, items)
+        self.assertEqual(seen, [True] * self.rules.warmup + [False, False])
+        del seen[:]
+        for _ in range(self.rules.warmup + 2):
+            self.run_traced(probe, sub)
+        self.assertEqual(seen[-1], True)
+
+    def test_counts_are_shared_with_logical_stand_ins(self):
+        # logical.py reports its stand-ins for builtin calls through tracer.c_returned: the C
+        # hooks' count of that site, the one the C_RETURN events add to.
+        code = self.test_counts_are_shared_with_logical_stand_ins.__code__
+        self.tracer.c_returned(self.ts, code, 4, len, None)
+        self.tracer.c_returned(self.ts, code, 4, len, None)
+        self.assertEqual(self.tracer.c_hooks.count(code, 4), 2)
+        self.assertEqual(self.tracer.c_hooks.count(code, 6), 0)
+
+    def test_c_asked_where_it_cannot_load_is_an_error(self):
+        from rerace_real import gil_tracer
+        old = sys.modules.pop("_rerace_gil", None)
+        saved = list(sys.path)
+        sys.path[:] = [p for p in sys.path if p != _GIL_DIR]
+        try:
+            with self.assertRaises(gil_tracer.HooksUnavailable) as e:
+                _with_hooks("c", gil_tracer._hooks_module)
+            self.assertIn("_rerace_gil does not import", str(e.exception))
+            self.assertIsNone(_with_hooks("", gil_tracer._hooks_module))
+        finally:
+            sys.path[:] = saved
+            if old is not None:
+                sys.modules["_rerace_gil"] = old
+
 
 if __name__ == "__main__":
     unittest.main()

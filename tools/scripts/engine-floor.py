@@ -66,8 +66,13 @@ def outer(argv):
             return time.perf_counter() - t0
         whole = sorted((timed(101) - timed(1)) / 100 for _ in range(3))[1]
         # Its set-up with OS threads (batons for row 3); row 4 makes greenlets of its own.
+        # The GIL tracer's C hooks where this build made them (build/python/_rerace_gil), as the
+        # engine puts them on its path (RERACE_GIL_HOOKS=python: the Python hooks instead).
+        hooks = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(a.rerace))), "python")
         env = dict(os.environ, RERACE_ENGINE_THREADS="os", PYTHONPATH=os.pathsep.join(
-            [os.path.join(ROOT, "replay/engine/python")] + [p for p in [os.environ.get("PYTHONPATH")] if p]))
+            [os.path.join(ROOT, "replay/engine/python")] +
+            [hooks] * os.path.exists(os.path.join(hooks, "_rerace_gil.abi3.so")) +
+            [p for p in [os.environ.get("PYTHONPATH")] if p]))
         out = subprocess.run([a.python, __file__, "--measure", cfg, str(a.runs)], env=env,
                              capture_output=True, text=True)
         if out.returncode != 0:
@@ -224,15 +229,17 @@ def measure(cfg_path, runs):
             times.append(float(got))
         return sorted(times)[len(times) // 2]
 
+    from rerace_real import gil_tracer
+    hooks = "C hooks" if hasattr(sys, "monitoring") and gil_tracer._hooks_module() else "Python hooks"
     rows = [["the real code, the threads one after another (no scheduling, no tracer)",
              forked(sequential, False)],
             ["interleaved in-process, OS threads and batons, no tracer", forked(os_threads, False)],
             ["interleaved in-process, OS threads and batons, the engine's GIL tracer (%s)" % (
-                "sys.monitoring" if hasattr(sys, "monitoring") else "sys.settrace"),
+                "sys.monitoring, " + hooks if hasattr(sys, "monitoring") else "sys.settrace"),
              forked(os_threads, True)]]
     if greenlet is not None:
         rows += [["interleaved in-process, greenlets, no tracer", forked(greenlets, False)],
-                 ["interleaved in-process, greenlets, the engine's GIL tracer",
+                 ["interleaved in-process, greenlets, the engine's GIL tracer (%s)" % hooks,
                   forked(greenlets, True)]]
     else:
         rows.append(["greenlets: not measured (%s cannot import greenlet)" % sys.executable, 0.0])

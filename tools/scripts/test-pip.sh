@@ -222,6 +222,17 @@ echo "$readme" | head -8
 echo "$readme" | grep -q "^engine: python (--engine auto: " || fail "--engine auto did not take the venv's Python"
 echo "$readme" | grep -q "$VENV/bin/python" || fail "the engine line does not name the venv's Python"
 ! echo "$readme" | grep -q "build/py" || fail "an installed rerace mentions build/py"
+# The wheel's GIL tracer hooks in C (_rerace_gil beside the installed engine) load and give the
+# Python hooks' report.
+for h in c python; do
+  set +e
+  RERACE_GIL_HOOKS=$h rerace check "$EX/step.rrt" --patch "$EX/ourfix.py" --threads 2 > "hooks-$h.log" 2>&1
+  rc=$?
+  set -e
+  [ $rc -eq 0 ] || { tail -3 "hooks-$h.log"; fail "RERACE_GIL_HOOKS=$h rerace check exited $rc, expected 0"; }
+done
+cmp -s hooks-c.log hooks-python.log || fail "the C hooks' report differs from the Python hooks' (hooks-c.log, hooks-python.log)"
+echo "test-pip: the installed engine's C hooks load and give the Python hooks' report"
 # The API's keyword arguments, as the CLI's options; an inconclusive search is not a race.
 python - "$EX" <<'PY'
 import sys, rerace

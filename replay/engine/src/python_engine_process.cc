@@ -132,6 +132,12 @@ Result<std::unique_ptr<PythonProcess>> PythonProcess::Start(const Program& p,
   if (pipe2(in, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0 || pipe2(dump, O_CLOEXEC) != 0)
     return Error{fmt::format("python engine: pipe: {}", std::strerror(errno)), kExitInternal};
   std::string pythonpath = dir;
+#ifdef RERACE_PYTHON_ACCEL_DIR
+  // The build tree's C hooks (_rerace_gil) for the source tree's engine; an installed engine
+  // has them beside rerace_real.
+  if (dir == RERACE_PYTHON_DIR && access(RERACE_PYTHON_ACCEL_DIR "/_rerace_gil.abi3.so", R_OK) == 0)
+    pythonpath += std::string(":") + RERACE_PYTHON_ACCEL_DIR;
+#endif
   const std::vector<std::string> user_path = UserPythonPath();
   for (const std::string& e : user_path) pythonpath += ":" + e;
   static const bool registered = std::atexit(EndLiveGroups) == 0;

@@ -148,11 +148,15 @@ class Setup:
         # run's child installs its own copy.
         self.tracer = None
         if not self.free_threaded:
-            self.tracer = gil_tracer.make_tracer(self.rules, self.watched)
+            try:
+                self.tracer = gil_tracer.make_tracer(self.rules, self.watched)
+            except gil_tracer.HooksUnavailable as e:
+                raise SetupError(str(e), kind="env")
             if isinstance(self.tracer, gil_tracer.MonitoringTracer) and self.reach.replaced:
                 self.tracer.reach = self.reach
             self.info["gil_tracer"] = "sys.monitoring" if isinstance(
                 self.tracer, gil_tracer.MonitoringTracer) else "sys.settrace"
+            self.info["gil_hooks"] = getattr(self.tracer, "hooks", "Python")
             if control.GREENLET is not None and self.info["gil_tracer"] != "sys.monitoring":
                 # Every sys.monitoring tool id taken (by a patch): logical.py's identity is in
                 # place, so greenlets without the tracer they need cannot go on.
@@ -215,6 +219,9 @@ class Setup:
         if tracer not in ("", "settrace", "monitoring"):
             raise SetupError("RERACE_GIL_TRACER=%s: neither settrace nor monitoring" % tracer,
                              kind="usage")
+        hooks = os.environ.get("RERACE_GIL_HOOKS", "")
+        if hooks not in ("", "c", "python"):
+            raise SetupError("RERACE_GIL_HOOKS=%s: neither c nor python" % hooks, kind="usage")
         self.info["threads"] = "os"
         if want == "os":
             return

@@ -216,20 +216,24 @@ class Tracer:
             return
         if n <= self.rules.warmup + 1 and control.RUN is not None and \
                 self.rules.after_c_call(func, False) != self.rules.after_c_call(func, True):
-            # Whether this call site still runs unspecialized depends on how often every thread
-            # ran it: while it is cold, its execution count is shared state that decides where
-            # steps end, so it is an access (DPOR must order two threads' cold executions).
-            # Named by line (what a reader looks up) and bytecode offset (what tells two calls
-            # of one line apart): "autotuner.py:120" would read as a line.
-            if line is None:
-                line = self._line(code, offset)
-            control.RUN.post("m", W,
-                             "gil-warmup %s:%d@%d" % (_short(code.co_filename), line, offset),
-                             "cold call in %s: CPython has not yet specialized it" % code.co_name)
+            self._cold_site(code, offset, line)
         if ts.opportunity:
             return
         if self.rules.blocking(func) or self.rules.after_c_call(func, n > self.rules.warmup):
             ts.opportunity = True
+
+    def _cold_site(self, code, offset, line):
+        """A cold C-call site whose warm form decides differently ran: whether it still runs
+        unspecialized depends on how often every thread ran it, so while it is cold its
+        execution count is shared state that decides where steps end: an access (DPOR must order
+        two threads' cold executions). Named by line (what a reader looks up) and bytecode
+        offset (what tells two calls of one line apart): "autotuner.py:120" would read as a
+        line."""
+        if line is None:
+            line = self._line(code, offset)
+        control.RUN.post("m", W,
+                         "gil-warmup %s:%d@%d" % (_short(code.co_filename), line, offset),
+                         "cold call in %s: CPython has not yet specialized it" % code.co_name)
 
     def _line(self, code, offset):
         """The source line of `offset` in `code` (cached per site)."""
@@ -243,6 +247,34 @@ class Tracer:
                     break
             self._lines[k] = line
         return line
+
+
+class HooksUnavailable(Exception):
+    """RERACE_GIL_HOOKS=c and the C hooks cannot load here (the message says why)."""
+
+
+def _hooks_module():
+    """The GIL tracer's hooks in C (``_rerace_gil``, replay/engine/cext/gil_hooks.cc: built for
+    CPython 3.12+ with a GIL, beside this package or on the engine's path), or None: the Python
+    hooks below run, the same reports, slower. ``RERACE_GIL_HOOKS=python`` asks for the Python
+    ones; ``=c`` makes C hooks that cannot load an error (HooksUnavailable) instead."""
+    want = os.environ.get("RERACE_GIL_HOOKS", "")
+    if want == "python":
+        return None
+    why = None
+    if sys.version_info < (3, 12):
+        why = "CPython %d.%d has no sys.monitoring" % sys.version_info[:2]
+    elif not getattr(sys, "_is_gil_enabled", lambda: True)():
+        why = "a free-threaded CPython (the module is built for the stable ABI with a GIL)"
+    else:
+        try:
+            import _rerace_gil
+            return _rerace_gil
+        except ImportError as e:
+            why = "_rerace_gil does not import: %s" % e
+    if want == "c":
+        raise HooksUnavailable("RERACE_GIL_HOOKS=c: " + why)
+    return None
 
 
 _BUILTIN = type(len)                   # builtin_function_or_method
@@ -286,6 +318,11 @@ class MonitoringTracer(Tracer):
         self._jumps = set()    # id(code) of watched code objects with JUMP events on
         self.reach = None      # reach.Reach: told of each function entry (patch reach)
         self._installed = False
+        # The hooks in C when built for this interpreter (the same decisions: the rules below
+        # are asked once per code object and per C callable, _code_info and _decide), else
+        # this class's Python methods. `hooks`: which, for the engine's information.
+        self._c = _hooks_module()
+        self.hooks = "C (_rerace_gil)" if self._c is not None else "Python"
 
     @classmethod
     def make(cls, rules, watched):
@@ -302,12 +339,19 @@ class MonitoringTracer(Tracer):
     def install(self):
         mon = sys.monitoring
         ev = mon.events
-        mon.register_callback(self.tool, ev.PY_START, self.on_start)
-        mon.register_callback(self.tool, ev.PY_RESUME, self.on_start)
-        mon.register_callback(self.tool, ev.CALL, self.on_call)
-        mon.register_callback(self.tool, ev.C_RETURN, self.on_c_return)
-        mon.register_callback(self.tool, ev.C_RAISE, self.on_c_return)
-        mon.register_callback(self.tool, ev.JUMP, self.on_jump)
+        hooks = self
+        if self._c is not None:
+            # This process's C hooks: they keep the counts (c_returned is theirs, for logical.py).
+            hooks = self._c.Hooks(self, control._local, control, mon.MISSING, mon.DISABLE,
+                                  self.rules.warmup)
+            self.c_returned = hooks.c_returned
+            self.c_hooks = hooks
+        mon.register_callback(self.tool, ev.PY_START, hooks.on_start)
+        mon.register_callback(self.tool, ev.PY_RESUME, hooks.on_start)
+        mon.register_callback(self.tool, ev.CALL, hooks.on_call)
+        mon.register_callback(self.tool, ev.C_RETURN, hooks.on_c_return)
+        mon.register_callback(self.tool, ev.C_RAISE, hooks.on_c_return)
+        mon.register_callback(self.tool, ev.JUMP, hooks.on_jump)
         mon.set_events(self.tool, ev.PY_START | ev.PY_RESUME | ev.CALL | ev.C_RETURN | ev.C_RAISE)
         self._installed = True
 
@@ -332,6 +376,31 @@ class MonitoringTracer(Tracer):
 
     def _codes_with_jumps(self):
         return [self.opnames[i][0] for i in self._jumps if i in self.opnames]
+
+    # ---- the C hooks' questions (each asked once per code object or C callable) ----
+    def _code_info(self, code):
+        """(ours, watched, at_entry, offsets of the jumps that are hand-over places) of `code`."""
+        filename = code.co_filename
+        ours = _ours_cache.get(filename)
+        if ours is None:
+            ours = is_ours(filename)
+        watched = not ours and self._is_watched(filename)
+        places = ()
+        if watched:
+            places = [off for off, op in self._ops(code).items() if self.rules.at_opcode(op, True)]
+        return (bool(ours), bool(watched), bool(self.rules.at_entry(code)), places)
+
+    def _decide(self, func):
+        """(blocking, checks after it cold, checks after it warm) of the C callable `func`."""
+        r = self.rules
+        return (bool(r.blocking(func)), bool(r.after_c_call(func, False)),
+                bool(r.after_c_call(func, True)))
+
+    def _jumps_on(self, code):
+        """JUMP events on for the watched code object `code` (its first entry)."""
+        self._ops(code)  # holds the code object, so that its id names it
+        self._jumps.add(id(code))
+        sys.monitoring.set_local_events(self.tool, code, sys.monitoring.events.JUMP)
 
     # NB: called for every Python call and every C call of every thread: the cached answers
     # are looked up inline, without a call (see Tracer).
@@ -362,9 +431,7 @@ class MonitoringTracer(Tracer):
             if watched is None:
                 watched = self._is_watched(filename)
             if watched:
-                self._ops(code)  # holds the code object, so that its id names it
-                self._jumps.add(id(code))
-                sys.monitoring.set_local_events(self.tool, code, sys.monitoring.events.JUMP)
+                self._jumps_on(code)
         return None
 
     def on_call(self, code, offset, callable, arg0):

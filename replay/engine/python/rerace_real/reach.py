@@ -174,6 +174,11 @@ class Reach:
         frame entering `code` is two frames up, looked up only for a target."""
         self._enter(code, None)
 
+    def on_start_c(self, code):
+        """The same from the C hooks (_rerace_gil), which add no Python frame: the frame
+        entering `code` is the caller of this one."""
+        self._enter(code, sys._getframe(1))
+
     def _enter(self, code, frame):
         ts = control.current()
         if ts is None or ts.call is None or ts.tid < 0:

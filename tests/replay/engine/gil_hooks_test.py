@@ -1,0 +1,93 @@
+#!/usr/bin/env python3
+"""The GIL tracer's hooks in C against its Python hooks, the reference (issue 50).
+
+    gil_hooks_test.py RERACE PY_ROOT
+
+Runs every bundled recording (traces/samples/*.rrt), seed 1 and, where the real-code engine
+replays it, seeds 2 and 3; the brief's recording with every shipped fix, in both modes (GIL and
+free-threaded), with a user's patch whose replacement a subclass bypasses (patch reach through
+the hooks), and three DPOR checks; each once with RERACE_GIL_HOOKS=python and once with
+RERACE_GIL_HOOKS=c (an error where the C hooks cannot load), and asserts the same output and
+exit status byte for byte. FLA's recordings run with PY_ROOT/fla-core-0.6.0 on PYTHONPATH.
+
+Exit 0 all equal, 1 a difference (the first few diffs printed), 77 skipped (no CPython 3.12 venv
+or no C hooks built: RERACE_GIL_MODULE_BUILT unset).
+"""
+
+import difflib
+import glob
+import os
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+FIXES = ["none", "lock-run", "tls-nargs", "call-local", "lock-key-future", "per-thread-tuner",
+         "prewarm", "owner-thread", "tls-state", "lock-key-event"]
+
+
+def main():
+    rerace, py_root = sys.argv[1], sys.argv[2]
+    python = os.path.join(py_root, "venv312", "bin", "python")
+    if not os.path.exists(python):
+        print("skip: %s is missing (tools/scripts/python-envs.sh makes it)" % python)
+        return 77
+    if os.environ.get("RERACE_GIL_MODULE_BUILT") != "1":
+        print("skip: this build made no _rerace_gil (no CPython 3.12+ headers found by CMake)")
+        return 77
+    engine = ["--engine", "python", "--python-exe", python]
+    fla = os.path.join(py_root, "fla-core-0.6.0")
+    cases = []  # (name, argv, extra environment)
+    trace = os.path.join(ROOT, "traces/samples/triton-none-h200.rrt")
+    for path in sorted(glob.glob(os.path.join(ROOT, "traces/samples/*.rrt"))):
+        env = {"PYTHONPATH": fla} if "fla" in os.path.basename(path) else {}
+        cases.append((os.path.basename(path), ["replay", path] + engine + ["--seed", "1"], env))
+    for fix in FIXES:
+        for mode in ("gil", "free-threaded"):
+            cases.append(("fix %s %s" % (fix, mode), ["replay", trace] + engine + [
+                "--python", mode, "--fix", fix, "--seed", "2"], {}))
+    cases.append(("patch reach", ["replay", trace] + engine + [
+        "--patch", os.path.join(ROOT, "tests/data/patches/reach_bypassed.py"), "--seed", "3"], {}))
+    for fix in ("lock-run", "tls-state", "none"):
+        cases.append(("check %s" % fix, ["check", trace] + engine + [
+            "--python", "gil", "--fix", fix, "--bound", "1", "--max-runs", "400"], {}))
+
+    def run(argv, env, hooks):
+        e = dict(os.environ, RERACE_GIL_HOOKS=hooks, RERACE_REPORT_WIDTH="0", **env)
+        e.pop("RERACE_GIL_TRACER", None)
+        p = subprocess.run([rerace] + argv, capture_output=True, text=True, env=e, timeout=600)
+        return "exit %d\n%s%s" % (p.returncode, p.stdout, p.stderr)
+
+    def both(case):
+        name, argv, env = case
+        out = [run(argv, env, h) for h in ("python", "c")]
+        # Seeds 2 and 3 where the engine replayed it (not a recording it refuses).
+        if argv[0] == "replay" and argv[-1] == "1" and not out[0].startswith(("exit 64", "exit 65")):
+            for seed in ("2", "3"):
+                more = [run(argv[:-1] + [seed], env, h) for h in ("python", "c")]
+                out = [out[i] + more[i] for i in range(2)]
+        return name, out
+
+    with ThreadPoolExecutor(max_workers=max(1, min(4, os.cpu_count() or 1))) as pool:
+        results = list(pool.map(both, cases))
+    bad = 0
+    replayed = 0
+    for name, (py, c) in results:
+        if not py.startswith(("exit 64", "exit 65")):
+            replayed += 1
+        if py != c:
+            bad += 1
+            if bad <= 3:
+                print("DIFFERENT: %s" % name)
+                sys.stdout.writelines(difflib.unified_diff(
+                    py.splitlines(True), c.splitlines(True), "python hooks", "C hooks", n=2))
+    print("gil_hooks: %d cases (%d replayed by the engine), %d different" % (
+        len(results), replayed, bad))
+    if replayed < 20:
+        print("too few cases replayed: the comparison proves little")
+        return 1
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
