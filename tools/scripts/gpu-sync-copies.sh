@@ -29,6 +29,8 @@ gpu=${gpu:-gpu}
     echo "== record $name ($args)"
     (cd "$out" && timeout 150 "$bin/rerace" record --probe triton -o "triton-$name-$gpu.rrt" -- \
         python3 "$root/tools/experiments/autotune_race.py" $args --trials 1 2>&1 | tail -12)
-    "$bin/rerace" show "$out/triton-$name-$gpu.rrt" 2>&1 | head -14
+    # The recorder names the file after the process it recorded (triton-NAME-GPU.pidN.rrt).
+    trace=$(ls "$out"/triton-"$name"-"$gpu"*.rrt 2>/dev/null | head -1)
+    "$bin/rerace" show "${trace:-$out/triton-$name-$gpu.rrt}" 2>&1 | head -14
   done
 } 2>&1 | tee "$out/gpu-sync-copies.log"

@@ -20,6 +20,7 @@
 #include "rerace/replay/model/program.h"
 #include "rerace/replay/engine/replay.h"
 #include "rerace/replay/report/report.h"
+#include "rerace/sim/strategy.h"
 #include "rerace/traces/reader.h"
 #include "../samples.h"
 
@@ -131,6 +132,63 @@ TEST(RecordedComparison, TheRestoreRecordingsReproduceTheirWorkers) {
     }
     std::remove(path.c_str());
   }
+}
+
+// The steps of the program's own synchronization and of shared tuner state, recorded on an H100
+// with the present probe (traces/samples/sync/, xz; docs/FIDELITY.md). The serial prewarm's and
+// the main thread's warm-up's waits order the calls as recorded, and both steps replay, in their
+// recorded order, to what their workers did (no failure); the copies' recording says the 8
+// copies share one cache dict and write one restore_copies, and random schedules of it fail, as 7
+// of its 8 workers did on the GPU.
+Program LoadXzSample(const std::string& name) {
+  const std::string xz = testing::SamplePath("sync/" + name + ".rrt.xz");
+  const std::string path = ::testing::TempDir() + "/" + name + "-" + std::to_string(getpid()) + ".rrt";
+  EXPECT_EQ(std::system(("xz -dc '" + xz + "' > '" + path + "'").c_str()), 0) << xz;
+  auto t = traces::ReadTrace(path);
+  std::remove(path.c_str());
+  EXPECT_TRUE(t.ok()) << t.error().message;
+  if (!t.ok()) return Program{};
+  auto p = BuildProgram(*t, path);
+  EXPECT_TRUE(p.ok()) << p.error().message;
+  return p.ok() ? std::move(*p) : Program{};
+}
+
+TEST(RecordedComparison, TheGpuSyncAndCopiesRecordingsReplayAsTheyRan) {
+  if (std::system("xz --version >/dev/null 2>&1") != 0) GTEST_SKIP() << "xz is not installed";
+  for (const char* name : {"triton-prewarm-sync-h100", "triton-warmup-sync-h100"}) {
+    SCOPED_TRACE(name);
+    const Program p = LoadXzSample(name);
+    ASSERT_FALSE(p.threads.empty());
+    EXPECT_TRUE(p.sync_recorded);
+    EXPECT_FALSE(p.sync_overflowed);
+    size_t ordered = 0;
+    for (const auto& after : p.call_after)
+      if (!after.empty()) ++ordered;
+    EXPECT_GE(ordered, 8u);  // the barrier's 8 cached calls at least
+    Replayer rep(p, ReplayOptions{});
+    const ReplayResult r = rep.RunRecorded();
+    const RecordedComparison c = CompareRecorded(r, p);
+    EXPECT_TRUE(c.matches()) << FormatRecordedComparison(c);
+    EXPECT_TRUE(r.findings.empty());
+  }
+  const Program copies = LoadXzSample("triton-copies-h100");
+  ASSERT_FALSE(copies.threads.empty());
+  EXPECT_TRUE(copies.identity_recorded);
+  std::set<uint64_t> cache_homes, hooks_homes;
+  for (const auto& [tuner, home] : copies.cache_home) cache_homes.insert(home);
+  for (const auto& [tuner, home] : copies.hooks_home) hooks_homes.insert(home);
+  EXPECT_EQ(cache_homes.size(), 1u);
+  EXPECT_EQ(hooks_homes.size(), 1u);
+  EXPECT_GE(copies.cache_home.size() + 1, 8u);
+  const std::vector<std::string> lines = SharingLines(copies);
+  ASSERT_FALSE(lines.empty());
+  int failing = 0;
+  for (uint64_t seed = 1; seed <= 4; ++seed) {
+    Replayer rep(copies, ReplayOptions{});
+    sim::RandomWalk w(seed);
+    if (!rep.Run(w).findings.empty()) ++failing;
+  }
+  EXPECT_GT(failing, 0);
 }
 
 TEST(RecordedComparison, SeesTheSamplesFolder) {
