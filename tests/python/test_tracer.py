@@ -10,14 +10,28 @@ import engine_fixtures  # noqa: E402,F401 (rerace_real on sys.path)
 from rerace_real import control  # noqa: E402
 
 
+def _with_hooks(value, fn):
+    old = os.environ.get("RERACE_GIL_HOOKS")
+    os.environ["RERACE_GIL_HOOKS"] = value
+    try:
+        return fn()
+    finally:
+        if old is None:
+            del os.environ["RERACE_GIL_HOOKS"]
+        else:
+            os.environ["RERACE_GIL_HOOKS"] = old
+
+
 class TracerTest(unittest.TestCase):
     """GIL mode: the tracer marks a hand-over place where the running CPython has one (a
     backward jump, a call that checks after it) and none in straight-line attribute code.
     This class runs the sys.settrace tracer; MonitoringTracerTest the same cases on
     sys.monitoring (3.12+), which must mark the same places."""
 
+    HOOKS = "python"
+
     def make_tracer(self, rules, watched):
-        return control.Tracer(rules, watched)
+        return _with_hooks(self.HOOKS, lambda: control.Tracer(rules, watched))
 
     def setUp(self):
         from rerace_real import gil
@@ -149,18 +163,6 @@ class TracerTest(unittest.TestCase):
         self.assertEqual(seen, [False])
 
 
-def _with_hooks(value, fn):
-    old = os.environ.get("RERACE_GIL_HOOKS")
-    os.environ["RERACE_GIL_HOOKS"] = value
-    try:
-        return fn()
-    finally:
-        if old is None:
-            del os.environ["RERACE_GIL_HOOKS"]
-        else:
-            os.environ["RERACE_GIL_HOOKS"] = old
-
-
 @unittest.skipIf(not hasattr(sys, "monitoring"), "sys.monitoring is CPython 3.12+")
 class MonitoringTracerTest(TracerTest):
     """The sys.monitoring tracer with its Python hooks (the reference)."""
@@ -191,15 +193,40 @@ if _GIL_DIR and _GIL_DIR not in sys.path:
     sys.path.append(_GIL_DIR)
 
 
-def _c_hooks_missing():
-    if not hasattr(sys, "monitoring"):
+def _c_hooks_missing(monitoring):
+    if monitoring and not hasattr(sys, "monitoring"):
         return "sys.monitoring is CPython 3.12+"
     if not _GIL_DIR:
-        return "this build made no _rerace_gil (no CPython 3.12+ headers: RERACE_GIL_MODULE_DIR unset)"
+        return "this build made no _rerace_gil (no CPython 3.11+ headers: RERACE_GIL_MODULE_DIR unset)"
     return None
 
 
-@unittest.skipIf(_c_hooks_missing() is not None, _c_hooks_missing() or "")
+@unittest.skipIf(_c_hooks_missing(False) is not None, _c_hooks_missing(False) or "")
+class CHooksSettraceTest(TracerTest):
+    """Every settrace case with the hooks in C (global_trace, local_trace, profile)."""
+    HOOKS = "c"
+
+    def test_the_hooks_are_the_c_ones(self):
+        self.assertEqual(self.tracer.hooks, "C (_rerace_gil)")
+        self.assertEqual(type(self.tracer.profile.__self__).__module__, "_rerace_gil")
+
+    def test_a_call_of_a_class_is_a_place_after_it_returns(self):
+        # dict(...) reports no C call to sys.setprofile: the CALL's frame's next opcode event
+        # marks it (pending_call), as the Python local_trace does.
+        seen = []
+
+        def probe():
+            self.ts.new_step()
+            d = dict(a=1)
+            seen.append(self.ts.opportunity)
+            return d
+
+        self.run_traced(probe)
+        self.assertEqual(seen, [True])
+        self.assertIsNone(self.ts.pending_call)
+
+
+@unittest.skipIf(_c_hooks_missing(True) is not None, _c_hooks_missing(True) or "")
 class CHooksTracerTest(MonitoringTracerTest):
     """Every case above with the hooks in C: the same hand-over places."""
     HOOKS = "c"

@@ -1,25 +1,28 @@
-// _rerace_gil: the GIL tracer's sys.monitoring hooks in C (issue 50, the hot path).
+// _rerace_gil: the GIL tracer's hooks in C (issue 50, the hot path).
 //
-// The real-code engine's GIL tracer (python/rerace_real/gil_tracer.py, MonitoringTracer) runs a
-// Python callback for every function entry, C call return and backward jump of a run: about
-// 3,100 events and 3.4 ms of a 10.6 ms run on the brief's recording, where an empty callback
+// The real-code engine's GIL tracer (python/rerace_real/gil_tracer.py) runs a Python callback
+// for every function entry, C call return and backward jump of a run (sys.monitoring,
+// MonitoringTracer, CPython 3.12+) or every call, C call and watched opcode (sys.settrace and
+// sys.setprofile, Tracer, CPython 3.11): thousands of events a run, where an empty callback
 // costs 0.04 us an event. This module is those callbacks, the same decisions made in C:
 //
-//   on_start(code, offset)             PY_START, PY_RESUME
+//   on_start(code, offset)                      PY_START, PY_RESUME
 //   on_call(code, offset, callable, arg0)       CALL (disables rerace's own sites)
-//   on_jump(code, src, dest)           JUMP (set per watched code object)
+//   on_jump(code, src, dest)                    JUMP (set per watched code object)
 //   on_c_return(code, offset, callable, arg0)   C_RETURN, C_RAISE
+//   global_trace / local_trace (frame, event, arg)   sys.settrace's functions
+//   profile(frame, event, arg)                  sys.setprofile's
 //   c_returned(ts, code, offset, func, line)    logical.py's stand-in C calls
 //
 // What the rules say is asked of the Python tracer once and kept: per code object (rerace's
-// own? watched? a hand-over place at entry? the offsets of its jumps that are places), per C
-// callable (blocking? checks after it, cold and warm?), keyed by what decides the answer (a
-// builtin's C function and the object or type it is bound to; a method descriptor and the type
-// of its self). The kept objects are held, so no key is ever reused by another object. The
-// Python tracer stays the reference: RERACE_GIL_TRACER=python runs it instead, and
+// own? watched? a hand-over place at entry? which of its instructions are places, which are
+// CALLs?), per C callable (blocking? checks after it, cold and warm?), keyed by what decides the
+// answer (a builtin's C function and the object or type it is bound to; a method descriptor and
+// the type of its self). The kept objects are held, so no key is ever reused by another object.
+// The Python tracer stays the reference: RERACE_GIL_HOOKS=python runs it instead, and
 // tests/replay/engine/gil_hooks_test.py asserts the two give the same reports.
 //
-// Built against the stable ABI of CPython 3.12 (abi3): one module for every CPython from 3.12
+// Built against the stable ABI of CPython 3.11 (abi3): one module for every CPython from 3.11
 // with a GIL. Threads: called by the thread that runs the event, holding the GIL (every logical
 // thread of a run's child; one at a time, as the engine runs them).
 
@@ -34,13 +37,19 @@
 
 namespace {
 
+// A new reference to None. NB not Py_RETURN_NONE: CPython 3.12.0-3.12.1's headers define it as
+// `return Py_None` (no reference: None is immortal there) even for an older limited API, and
+// this module also runs on 3.11, where None is counted.
+PyObject* NewNone() { return Py_NewRef(Py_None); }
+
 // What the rules say of one code object.
 struct CodeInfo {
   bool ours = false;       // rerace's own code (source_files.is_ours)
   bool watched = false;    // the tuner's, FLA's or a patch's: JUMP events are read
   bool at_entry = false;   // Rules.at_entry(code)
   bool jumps_on = false;   // JUMP events set on it
-  std::vector<int> jump_places;  // sorted offsets of jumps where Rules.at_opcode is True (warm)
+  std::vector<int> jump_places;  // sorted offsets of instructions where Rules.at_opcode is True
+  std::vector<int> call_offsets;  // sorted offsets of its CALL instructions (the settrace hooks)
 };
 
 // What the rules say of one C callable.
@@ -69,6 +78,9 @@ struct Hooks {
   PyObject* missing;    // sys.monitoring.MISSING
   PyObject* disable;    // sys.monitoring.DISABLE
   PyObject* held;       // a list: every object a key below points at, kept alive
+  PyObject* local_fn;   // the settrace hooks: this object's local_trace, set as frames' f_trace
+  PyObject* global_fn;  // and global_trace, installed again on 3.12+ (reinstall)
+  PyObject* settrace;   // sys.settrace, when reinstall
   long warmup;
   std::unordered_map<const void*, CodeInfo>* codes;
   std::unordered_map<std::pair<const void*, const void*>, Decision, PairHash>* decisions;
@@ -88,6 +100,20 @@ PyObject* s_cold_site;
 PyObject* s_wanted;
 PyObject* s_on_start;
 PyObject* s_get;
+PyObject* s_pending_call;
+PyObject* s_muted;
+PyObject* s_f_code;
+PyObject* s_f_lasti;
+PyObject* s_f_lineno;
+PyObject* s_f_trace;
+PyObject* s_f_trace_lines;
+PyObject* s_f_trace_opcodes;
+PyObject* s_opcode;
+PyObject* s_call;
+PyObject* s_return;
+PyObject* s_c_call;
+PyObject* s_c_return;
+PyObject* s_c_exception;
 
 bool Intern() {
   struct {
@@ -104,7 +130,21 @@ bool Intern() {
                {&s_cold_site, "_cold_site"},
                {&s_wanted, "wanted"},
                {&s_on_start, "on_start_c"},
-               {&s_get, "__get__"}};
+               {&s_get, "__get__"},
+               {&s_pending_call, "pending_call"},
+               {&s_muted, "muted"},
+               {&s_f_code, "f_code"},
+               {&s_f_lasti, "f_lasti"},
+               {&s_f_lineno, "f_lineno"},
+               {&s_f_trace, "f_trace"},
+               {&s_f_trace_lines, "f_trace_lines"},
+               {&s_f_trace_opcodes, "f_trace_opcodes"},
+               {&s_opcode, "opcode"},
+               {&s_call, "call"},
+               {&s_return, "return"},
+               {&s_c_call, "c_call"},
+               {&s_c_return, "c_return"},
+               {&s_c_exception, "c_exception"}};
   for (auto& n : names) {
     *n.slot = PyUnicode_InternFromString(n.name);
     if (*n.slot == nullptr) return false;
@@ -148,6 +188,26 @@ int Live(PyObject* ts, bool need_traced) {
 
 int SetOpportunity(PyObject* ts) { return PyObject_SetAttr(ts, s_opportunity, Py_True); }
 
+// The ints of `seq`, sorted, into `out`; false with an error set.
+bool Offsets(PyObject* seq, std::vector<int>* out) {
+  PyObject* iter = PyObject_GetIter(seq);
+  if (iter == nullptr) return false;
+  while (PyObject* item = PyIter_Next(iter)) {
+    const long off = PyLong_AsLong(item);
+    Py_DECREF(item);
+    if (off == -1 && PyErr_Occurred()) break;
+    out->push_back(static_cast<int>(off));
+  }
+  Py_DECREF(iter);
+  if (PyErr_Occurred()) return false;
+  std::sort(out->begin(), out->end());
+  return true;
+}
+
+bool Has(const std::vector<int>& sorted, long offset) {
+  return std::binary_search(sorted.begin(), sorted.end(), static_cast<int>(offset));
+}
+
 // The kept answers for `code`, asked of tracer._code_info(code) -> (ours, watched, at_entry,
 // jump_places) the first time; nullptr with an error set on failure.
 CodeInfo* InfoOf(Hooks* h, PyObject* code) {
@@ -157,29 +217,18 @@ CodeInfo* InfoOf(Hooks* h, PyObject* code) {
   if (r == nullptr) return nullptr;
   CodeInfo info;
   PyObject* places = nullptr;
+  PyObject* calls = nullptr;
   int ours = 0, watched = 0, entry = 0;
-  if (!PyArg_ParseTuple(r, "pppO", &ours, &watched, &entry, &places)) {
+  if (!PyArg_ParseTuple(r, "pppOO", &ours, &watched, &entry, &places, &calls)) {
     Py_DECREF(r);
     return nullptr;
   }
   info.ours = ours != 0;
   info.watched = watched != 0;
   info.at_entry = entry != 0;
-  PyObject* iter = PyObject_GetIter(places);
-  if (iter == nullptr) {
-    Py_DECREF(r);
-    return nullptr;
-  }
-  while (PyObject* item = PyIter_Next(iter)) {
-    const long off = PyLong_AsLong(item);
-    Py_DECREF(item);
-    if (off == -1 && PyErr_Occurred()) break;
-    info.jump_places.push_back(static_cast<int>(off));
-  }
-  Py_DECREF(iter);
+  const bool ok = Offsets(places, &info.jump_places) && Offsets(calls, &info.call_offsets);
   Py_DECREF(r);
-  if (PyErr_Occurred()) return nullptr;
-  std::sort(info.jump_places.begin(), info.jump_places.end());
+  if (!ok) return nullptr;
   if (PyList_Append(h->held, code) != 0) return nullptr;
   return &h->codes->emplace(code, std::move(info)).first->second;
 }
@@ -231,10 +280,26 @@ const Decision* DecisionOf(Hooks* h, PyObject* callable, PyObject* self_arg, int
   return &h->decisions->emplace(key, d).first->second;
 }
 
+// What the rules say of a callable that is neither a builtin nor a method descriptor (a C
+// callable of another type): asked each time, nothing kept (no key would name it). Into `out`;
+// nullptr with an error set on failure.
+const Decision* AskEachTime(Hooks* h, PyObject* func, Decision* out) {
+  PyObject* r = PyObject_CallMethodObjArgs(h->tracer, s_decide, func, nullptr);
+  if (r == nullptr) return nullptr;
+  int blocking = 0, cold = 0, warm = 0;
+  const bool ok = PyArg_ParseTuple(r, "ppp", &blocking, &cold, &warm) != 0;
+  Py_DECREF(r);
+  if (!ok) return nullptr;
+  out->blocking = blocking != 0;
+  out->after_cold = cold != 0;
+  out->after_warm = warm != 0;
+  return out;
+}
+
 // Tracer.c_returned with the decision made: counts the site, reports a cold site that matters,
 // marks the place. 0, or -1 with an error set.
 int Returned(Hooks* h, PyObject* ts, PyObject* code, int offset, const Decision& d,
-             PyObject* line) {
+             PyObject* line, PyObject* frame = nullptr) {
   if (InfoOf(h, code) == nullptr) return -1;  // holds the code object: its address names it
   const long n = ++(*h->counts)[std::make_pair(static_cast<const void*>(code), offset)];
   const int quiet = Flag(ts, s_quiet);
@@ -247,8 +312,15 @@ int Returned(Hooks* h, PyObject* ts, PyObject* code, int offset, const Decision&
     if (has_run) {
       PyObject* off = PyLong_FromLong(offset);
       if (off == nullptr) return -1;
+      // The settrace hooks' line is the frame's, as sys.setprofile's function read it.
+      PyObject* ln = frame != nullptr ? PyObject_GetAttr(frame, s_f_lineno) : Py_NewRef(line);
+      if (ln == nullptr) {
+        Py_DECREF(off);
+        return -1;
+      }
       PyObject* r =
-          PyObject_CallMethodObjArgs(h->tracer, s_cold_site, code, off, line, nullptr);
+          PyObject_CallMethodObjArgs(h->tracer, s_cold_site, code, off, ln, nullptr);
+      Py_DECREF(ln);
       Py_DECREF(off);
       if (r == nullptr) return -1;
       Py_DECREF(r);
@@ -362,7 +434,7 @@ PyObject* OnJump(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {
     return nullptr;
   }
   PyObject* ts = CurrentTs(h);
-  if (ts == nullptr) Py_RETURN_NONE;
+  if (ts == nullptr) return NewNone();
   int live = Live(ts, true);
   if (live > 0) {
     const int opp = Flag(ts, s_opportunity);
@@ -380,7 +452,7 @@ PyObject* OnJump(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {
   }
   Py_DECREF(ts);
   if (live < 0) return nullptr;
-  Py_RETURN_NONE;
+  return NewNone();
 }
 
 PyObject* OnCReturn(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {
@@ -390,7 +462,7 @@ PyObject* OnCReturn(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {
     return nullptr;
   }
   PyObject* ts = CurrentTs(h);
-  if (ts == nullptr) Py_RETURN_NONE;
+  if (ts == nullptr) return NewNone();
   int rc = 0;
   const int traced = Flag(ts, s_traced);
   CodeInfo* info = nullptr;
@@ -421,7 +493,7 @@ PyObject* OnCReturn(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {
   }
   Py_DECREF(ts);
   if (rc < 0) return nullptr;
-  Py_RETURN_NONE;
+  return NewNone();
 }
 
 // c_returned(ts, code, offset, func, line): Tracer.c_returned for a callable the caller has
@@ -439,23 +511,200 @@ PyObject* CReturned(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {
   const Decision* d = nullptr;
   Decision direct;
   if (kind == 0) {
-    // Not a builtin (a test's stand-in): asked each time, nothing kept.
-    PyObject* r = PyObject_CallMethodObjArgs(h->tracer, s_decide, func, nullptr);
-    if (r == nullptr) return nullptr;
-    int blocking = 0, cold = 0, warm = 0;
-    const bool ok = PyArg_ParseTuple(r, "ppp", &blocking, &cold, &warm) != 0;
-    Py_DECREF(r);
-    if (!ok) return nullptr;
-    direct.blocking = blocking != 0;
-    direct.after_cold = cold != 0;
-    direct.after_warm = warm != 0;
-    d = &direct;
+    d = AskEachTime(h, func, &direct);  // not a builtin (a test's stand-in)
+    if (d == nullptr) return nullptr;
   } else {
     d = DecisionOf(h, func, h->missing, kind);
     if (d == nullptr) return nullptr;
   }
   if (Returned(h, args[0], args[1], static_cast<int>(offset), *d, args[4]) != 0) return nullptr;
-  Py_RETURN_NONE;
+  return NewNone();
+}
+
+// ---- the settrace hooks (gil_tracer.Tracer: CPython 3.11, or RERACE_GIL_TRACER=settrace) ----
+
+bool Is(PyObject* event, PyObject* name) {
+  return event == name || (PyUnicode_Check(event) && PyUnicode_Compare(event, name) == 0);
+}
+
+int SetFlag(PyObject* obj, PyObject* name, bool v) {
+  return PyObject_SetAttr(obj, name, v ? Py_True : Py_False);
+}
+
+// The frame's opcode events off until the next point: ts.muted.append(frame).
+int Mute(PyObject* ts, PyObject* frame) {
+  if (SetFlag(frame, s_f_trace_opcodes, false) != 0) return -1;
+  PyObject* muted = PyObject_GetAttr(ts, s_muted);
+  if (muted == nullptr) return -1;
+  const int r = PyList_Append(muted, frame);
+  Py_DECREF(muted);
+  return r;
+}
+
+// The frame's code object's kept answers (code: a new reference out), or nullptr with an error.
+CodeInfo* FrameInfo(Hooks* h, PyObject* frame, PyObject** code) {
+  *code = PyObject_GetAttr(frame, s_f_code);
+  if (*code == nullptr) return nullptr;
+  CodeInfo* info = InfoOf(h, *code);
+  if (info == nullptr) Py_CLEAR(*code);
+  return info;
+}
+
+// global_trace(frame, event, arg): Tracer.global_trace.
+PyObject* GlobalTrace(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {
+  Hooks* h = reinterpret_cast<Hooks*>(self);
+  if (nargs != 3) {
+    PyErr_SetString(PyExc_TypeError, "global_trace(frame, event, arg)");
+    return nullptr;
+  }
+  PyObject* frame = args[0];
+  PyObject* code = nullptr;
+  CodeInfo* info = FrameInfo(h, frame, &code);
+  if (info == nullptr) return nullptr;
+  Py_DECREF(code);  // held by the kept answers
+  if (info->ours) return NewNone();
+  PyObject* ts = CurrentTs(h);
+  if (ts == nullptr) return NewNone();
+  PyObject* result = nullptr;
+  int opp = 0;
+  const int quiet = Flag(ts, s_quiet);
+  if (quiet < 0) goto done;
+  if (quiet) {
+    result = Py_NewRef(Py_None);
+    goto done;
+  }
+  if (PyObject_SetAttr(ts, s_pending_call, Py_None) != 0) goto done;
+  if (info->at_entry && SetOpportunity(ts) != 0) goto done;
+  if (!info->watched) {
+    result = Py_NewRef(Py_None);
+    goto done;
+  }
+  if (PyObject_SetAttr(frame, s_f_trace, h->local_fn) != 0) goto done;
+  if (SetFlag(frame, s_f_trace_lines, false) != 0) goto done;
+  opp = Flag(ts, s_opportunity);
+  if (opp < 0) goto done;
+  // Nothing in this step can matter once it passed a place: look again at the next point.
+  if (opp ? Mute(ts, frame) != 0 : SetFlag(frame, s_f_trace_opcodes, true) != 0) goto done;
+  if (h->settrace != nullptr) {
+    PyObject* r = PyObject_CallFunctionObjArgs(h->settrace, h->global_fn, nullptr);
+    if (r == nullptr) goto done;
+    Py_DECREF(r);
+  }
+  result = Py_NewRef(h->local_fn);
+done:
+  Py_DECREF(ts);
+  return result;
+}
+
+// local_trace(frame, event, arg): Tracer.local_trace (opcode events of watched frames).
+PyObject* LocalTrace(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {
+  Hooks* h = reinterpret_cast<Hooks*>(self);
+  if (nargs != 3) {
+    PyErr_SetString(PyExc_TypeError, "local_trace(frame, event, arg)");
+    return nullptr;
+  }
+  if (!Is(args[1], s_opcode)) return Py_NewRef(h->local_fn);
+  PyObject* frame = args[0];
+  PyObject* ts = CurrentTs(h);
+  if (ts == nullptr) return Py_NewRef(h->local_fn);
+  int rc = 0;
+  int opp = 0;
+  const int quiet = Flag(ts, s_quiet);
+  if (quiet != 0) {
+    rc = quiet < 0 ? -1 : 0;
+    goto done;
+  }
+  opp = Flag(ts, s_opportunity);
+  if (opp < 0) {
+    rc = -1;
+    goto done;
+  }
+  if (!opp) {
+    PyObject* pending = PyObject_GetAttr(ts, s_pending_call);
+    if (pending == nullptr) {
+      rc = -1;
+      goto done;
+    }
+    const bool after_call = pending == frame;
+    Py_DECREF(pending);
+    if (after_call) {
+      // The CALL before this instruction called something no event reported (a class).
+      rc = PyObject_SetAttr(ts, s_pending_call, Py_None) != 0 || SetOpportunity(ts) != 0 ? -1 : 0;
+      opp = 1;
+    } else {
+      PyObject* code = nullptr;
+      CodeInfo* info = FrameInfo(h, frame, &code);
+      if (info == nullptr) {
+        rc = -1;
+        goto done;
+      }
+      Py_DECREF(code);
+      PyObject* lasti = PyObject_GetAttr(frame, s_f_lasti);
+      const long offset = lasti == nullptr ? -1 : PyLong_AsLong(lasti);
+      Py_XDECREF(lasti);
+      if (offset == -1 && PyErr_Occurred()) {
+        rc = -1;
+        goto done;
+      }
+      if (Has(info->call_offsets, offset)) {
+        rc = PyObject_SetAttr(ts, s_pending_call, frame);
+      } else if (Has(info->jump_places, offset)) {
+        rc = SetOpportunity(ts);
+        opp = 1;
+      }
+    }
+  }
+  if (rc == 0 && opp) rc = Mute(ts, frame);
+done:
+  Py_DECREF(ts);
+  if (rc < 0) return nullptr;
+  return Py_NewRef(h->local_fn);
+}
+
+// profile(frame, event, arg): Tracer.profile (C calls of every frame).
+PyObject* Profile(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {
+  Hooks* h = reinterpret_cast<Hooks*>(self);
+  if (nargs != 3) {
+    PyErr_SetString(PyExc_TypeError, "profile(frame, event, arg)");
+    return nullptr;
+  }
+  PyObject* event = args[1];
+  if (Is(event, s_call) || Is(event, s_return)) return NewNone();
+  PyObject* ts = CurrentTs(h);
+  if (ts == nullptr) return NewNone();
+  int rc = Flag(ts, s_traced);
+  if (rc > 0) {
+    if (Is(event, s_c_call)) {
+      rc = PyObject_SetAttr(ts, s_pending_call, Py_None);
+    } else if (Is(event, s_c_return) || Is(event, s_c_exception)) {
+      PyObject* frame = args[0];
+      PyObject* code = nullptr;
+      CodeInfo* info = FrameInfo(h, frame, &code);
+      rc = info == nullptr ? -1 : 0;
+      if (info != nullptr && !info->ours) {
+        PyObject* lasti = PyObject_GetAttr(frame, s_f_lasti);
+        const long offset = lasti == nullptr ? -1 : PyLong_AsLong(lasti);
+        Py_XDECREF(lasti);
+        PyObject* func = args[2];
+        if (offset == -1 && PyErr_Occurred()) {
+          rc = -1;
+        } else {
+          const int kind = KindOf(func);
+          Decision direct;
+          const Decision* d = kind != 0 ? DecisionOf(h, func, h->missing, kind)
+                                        : AskEachTime(h, func, &direct);
+          rc = d == nullptr ? -1
+                            : Returned(h, ts, code, static_cast<int>(offset), *d, Py_None, frame);
+        }
+      }
+      Py_XDECREF(code);
+    } else {
+      rc = 0;
+    }
+  }
+  Py_DECREF(ts);
+  if (rc < 0) return nullptr;
+  return NewNone();
 }
 
 // count(code, offset): the executions of a C-call site so far (the tests).
@@ -480,6 +729,12 @@ PyMethodDef kMethods[] = {
      "C_RETURN / C_RAISE"},
     {"c_returned", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(CReturned)), METH_FASTCALL,
      "Tracer.c_returned"},
+    {"global_trace", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(GlobalTrace)), METH_FASTCALL,
+     "sys.settrace's function"},
+    {"local_trace", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(LocalTrace)), METH_FASTCALL,
+     "a watched frame's f_trace"},
+    {"profile", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(Profile)), METH_FASTCALL,
+     "sys.setprofile's function"},
     {"count", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(Count)), METH_FASTCALL,
      "executions of a C-call site"},
     {nullptr, nullptr, 0, nullptr}};
@@ -490,17 +745,24 @@ void Replace(PyObject** slot, PyObject* value) {
   Py_XDECREF(old);
 }
 
-// Hooks(tracer, local, control, missing, disable, warmup)
+// Hooks(tracer, local, control, missing, disable, warmup, settrace): `settrace` is sys.settrace
+// where the settrace hooks must install their global function again after setting a frame's
+// f_trace (3.12+), else None.
 int HooksInit(PyObject* self, PyObject* args, PyObject* kwargs) {
   Hooks* h = reinterpret_cast<Hooks*>(self);
-  PyObject *tracer, *local, *control, *missing, *disable;
+  PyObject *tracer, *local, *control, *missing, *disable, *settrace;
   long warmup;
   if (kwargs != nullptr && PyDict_Size(kwargs) != 0) {
     PyErr_SetString(PyExc_TypeError, "Hooks takes positional arguments only");
     return -1;
   }
-  if (!PyArg_ParseTuple(args, "OOOOOl", &tracer, &local, &control, &missing, &disable, &warmup))
+  if (!PyArg_ParseTuple(args, "OOOOOlO", &tracer, &local, &control, &missing, &disable, &warmup,
+                        &settrace))
     return -1;
+  Replace(&h->settrace, settrace == Py_None ? nullptr : Py_NewRef(settrace));
+  Replace(&h->local_fn, PyObject_GetAttrString(self, "local_trace"));
+  Replace(&h->global_fn, PyObject_GetAttrString(self, "global_trace"));
+  if (h->local_fn == nullptr || h->global_fn == nullptr) return -1;
   Replace(&h->tracer, Py_NewRef(tracer));
   Replace(&h->local, Py_NewRef(local));
   Replace(&h->control, Py_NewRef(control));
@@ -528,6 +790,9 @@ void HooksDealloc(PyObject* self) {
   Py_CLEAR(h->missing);
   Py_CLEAR(h->disable);
   Py_CLEAR(h->held);
+  Py_CLEAR(h->local_fn);
+  Py_CLEAR(h->global_fn);
+  Py_CLEAR(h->settrace);
   delete h->codes;
   delete h->decisions;
   delete h->counts;
@@ -547,6 +812,9 @@ int HooksTraverse(PyObject* self, visitproc visit, void* arg) {
   Py_VISIT(h->missing);
   Py_VISIT(h->disable);
   Py_VISIT(h->held);
+  Py_VISIT(h->local_fn);
+  Py_VISIT(h->global_fn);
+  Py_VISIT(h->settrace);
   Py_VISIT(reinterpret_cast<PyObject*>(Py_TYPE(self)));
   return 0;
 }
@@ -559,6 +827,9 @@ int HooksClear(PyObject* self) {
   Py_CLEAR(h->missing);
   Py_CLEAR(h->disable);
   Py_CLEAR(h->held);
+  Py_CLEAR(h->local_fn);
+  Py_CLEAR(h->global_fn);
+  Py_CLEAR(h->settrace);
   return 0;
 }
 

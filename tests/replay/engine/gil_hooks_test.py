@@ -6,7 +6,8 @@
 Runs every bundled recording (traces/samples/*.rrt), seed 1 and, where the real-code engine
 replays it, seeds 2 and 3; the brief's recording with every shipped fix, in both modes (GIL and
 free-threaded), with a user's patch whose replacement a subclass bypasses (patch reach through
-the hooks), and three DPOR checks; each once with RERACE_GIL_HOOKS=python and once with
+the hooks), and three DPOR checks, under CPython 3.12 (the sys.monitoring hooks); the fixes, the
+patch, a check and two recordings under CPython 3.11 (PY_ROOT/venv: the settrace hooks); each once with RERACE_GIL_HOOKS=python and once with
 RERACE_GIL_HOOKS=c (an error where the C hooks cannot load), and asserts the same output and
 exit status byte for byte. FLA's recordings run with PY_ROOT/fla-core-0.6.0 on PYTHONPATH.
 
@@ -51,6 +52,19 @@ def main():
     for fix in ("lock-run", "tls-state", "none"):
         cases.append(("check %s" % fix, ["check", trace] + engine + [
             "--python", "gil", "--fix", fix, "--bound", "1", "--max-runs", "400"], {}))
+    # CPython 3.11 (the settrace hooks: global_trace, local_trace, profile), when the venv is.
+    py311 = os.path.join(py_root, "venv", "bin", "python")
+    if os.path.exists(py311):
+        e311 = ["--engine", "python", "--python-exe", py311, "--python", "gil"]
+        for fix in FIXES:
+            cases.append(("3.11 fix %s" % fix, ["replay", trace] + e311 + ["--fix", fix, "--seed", "2"], {}))
+        cases.append(("3.11 patch reach", ["replay", trace] + e311 + [
+            "--patch", os.path.join(ROOT, "tests/data/patches/reach_bypassed.py"), "--seed", "3"], {}))
+        cases.append(("3.11 check lock-run", ["check", trace] + e311 + [
+            "--fix", "lock-run", "--bound", "1", "--max-runs", "200"], {}))
+        for name in ("triton-both-h200.rrt", "triton-lock-key-event-patched-h200.rrt"):
+            cases.append(("3.11 " + name, ["replay", os.path.join(ROOT, "traces/samples", name)] +
+                          e311 + ["--seed", "1"], {}))
 
     def run(argv, env, hooks):
         e = dict(os.environ, RERACE_GIL_HOOKS=hooks, RERACE_REPORT_WIDTH="0", **env)

@@ -91,6 +91,11 @@ class Tracer:
         # 3.12+: settrace runs on sys.monitoring; opcode events need f_trace set first and the
         # tracer installed again (measured, see docs/GIL.md).
         self._reinstall = sys.version_info >= (3, 12)
+        # The hooks in C when built for this interpreter (the same decisions: the rules are
+        # asked once per code object and per C callable, _code_info and _decide), else this
+        # class's Python methods. `hooks`: which, for the engine's information.
+        self._c = _hooks_module()
+        self.hooks = "C (_rerace_gil)" if self._c is not None else "Python"
 
     # ---- per logical thread (called by that thread) ----
     def thread_start(self, extra=None):
@@ -112,7 +117,16 @@ class Tracer:
         sys.setprofile(None)
 
     def install(self):
-        """Once per process, before the threads start (nothing to do: per thread)."""
+        """Once per process, before the threads start: the C hooks, when they load, take the
+        place of global_trace, local_trace, profile and c_returned (they keep the counts)."""
+        if self._c is not None:
+            hooks = self._c.Hooks(self, control._local, control, None, None, self.rules.warmup,
+                                  sys.settrace if self._reinstall else None)
+            self.global_trace = hooks.global_trace
+            self.local_trace = hooks.local_trace
+            self.profile = hooks.profile
+            self.c_returned = hooks.c_returned
+            self.c_hooks = hooks
 
     def close(self):
         """After the run (tests): nothing to give back."""
@@ -222,6 +236,29 @@ class Tracer:
         if self.rules.blocking(func) or self.rules.after_c_call(func, n > self.rules.warmup):
             ts.opportunity = True
 
+    # ---- the C hooks' questions (each asked once per code object or C callable) ----
+    def _code_info(self, code):
+        """(ours, watched, at_entry, offsets of its instructions that are hand-over places,
+        offsets of its CALL instructions) of `code`; the offsets only for watched code."""
+        filename = code.co_filename
+        ours = _ours_cache.get(filename)
+        if ours is None:
+            ours = is_ours(filename)
+        watched = not ours and self._is_watched(filename)
+        places, calls = (), ()
+        if watched:
+            ops = self._ops(code)
+            calls = [off for off, op in ops.items() if op in _CALL_OPS]
+            places = [off for off, op in ops.items()
+                      if op not in _CALL_OPS and self.rules.at_opcode(op, True)]
+        return (bool(ours), bool(watched), bool(self.rules.at_entry(code)), places, calls)
+
+    def _decide(self, func):
+        """(blocking, checks after it cold, checks after it warm) of the C callable `func`."""
+        r = self.rules
+        return (bool(r.blocking(func)), bool(r.after_c_call(func, False)),
+                bool(r.after_c_call(func, True)))
+
     def _cold_site(self, code, offset, line):
         """A cold C-call site whose warm form decides differently ran: whether it still runs
         unspecialized depends on how often every thread ran it, so while it is cold its
@@ -255,15 +292,15 @@ class HooksUnavailable(Exception):
 
 def _hooks_module():
     """The GIL tracer's hooks in C (``_rerace_gil``, replay/engine/cext/gil_hooks.cc: built for
-    CPython 3.12+ with a GIL, beside this package or on the engine's path), or None: the Python
+    CPython 3.11+ with a GIL, beside this package or on the engine's path), or None: the Python
     hooks below run, the same reports, slower. ``RERACE_GIL_HOOKS=python`` asks for the Python
     ones; ``=c`` makes C hooks that cannot load an error (HooksUnavailable) instead."""
     want = os.environ.get("RERACE_GIL_HOOKS", "")
     if want == "python":
         return None
     why = None
-    if sys.version_info < (3, 12):
-        why = "CPython %d.%d has no sys.monitoring" % sys.version_info[:2]
+    if sys.version_info < (3, 11):
+        why = "CPython %d.%d (the module is built for the stable ABI of 3.11)" % sys.version_info[:2]
     elif not getattr(sys, "_is_gil_enabled", lambda: True)():
         why = "a free-threaded CPython (the module is built for the stable ABI with a GIL)"
     else:
@@ -318,11 +355,6 @@ class MonitoringTracer(Tracer):
         self._jumps = set()    # id(code) of watched code objects with JUMP events on
         self.reach = None      # reach.Reach: told of each function entry (patch reach)
         self._installed = False
-        # The hooks in C when built for this interpreter (the same decisions: the rules below
-        # are asked once per code object and per C callable, _code_info and _decide), else
-        # this class's Python methods. `hooks`: which, for the engine's information.
-        self._c = _hooks_module()
-        self.hooks = "C (_rerace_gil)" if self._c is not None else "Python"
 
     @classmethod
     def make(cls, rules, watched):
@@ -343,7 +375,7 @@ class MonitoringTracer(Tracer):
         if self._c is not None:
             # This process's C hooks: they keep the counts (c_returned is theirs, for logical.py).
             hooks = self._c.Hooks(self, control._local, control, mon.MISSING, mon.DISABLE,
-                                  self.rules.warmup)
+                                  self.rules.warmup, None)
             self.c_returned = hooks.c_returned
             self.c_hooks = hooks
         mon.register_callback(self.tool, ev.PY_START, hooks.on_start)
@@ -376,25 +408,6 @@ class MonitoringTracer(Tracer):
 
     def _codes_with_jumps(self):
         return [self.opnames[i][0] for i in self._jumps if i in self.opnames]
-
-    # ---- the C hooks' questions (each asked once per code object or C callable) ----
-    def _code_info(self, code):
-        """(ours, watched, at_entry, offsets of the jumps that are hand-over places) of `code`."""
-        filename = code.co_filename
-        ours = _ours_cache.get(filename)
-        if ours is None:
-            ours = is_ours(filename)
-        watched = not ours and self._is_watched(filename)
-        places = ()
-        if watched:
-            places = [off for off, op in self._ops(code).items() if self.rules.at_opcode(op, True)]
-        return (bool(ours), bool(watched), bool(self.rules.at_entry(code)), places)
-
-    def _decide(self, func):
-        """(blocking, checks after it cold, checks after it warm) of the C callable `func`."""
-        r = self.rules
-        return (bool(r.blocking(func)), bool(r.after_c_call(func, False)),
-                bool(r.after_c_call(func, True)))
 
     def _jumps_on(self, code):
         """JUMP events on for the watched code object `code` (its first entry)."""
