@@ -340,12 +340,19 @@ int KindOf(PyObject* callable) {
 
 // ---- the hooks ----
 
-PyObject* OnStart(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {
-  Hooks* h = reinterpret_cast<Hooks*>(self);
-  if (nargs != 2) {
-    PyErr_SetString(PyExc_TypeError, "on_start(code, offset)");
+// The hooks `self` when called with `want` arguments, else nullptr with a TypeError that names
+// the call's `signature`.
+Hooks* Called(PyObject* self, Py_ssize_t nargs, Py_ssize_t want, const char* signature) {
+  if (nargs != want) {
+    PyErr_Format(PyExc_TypeError, "%s takes %zd arguments, not %zd", signature, want, nargs);
     return nullptr;
   }
+  return reinterpret_cast<Hooks*>(self);
+}
+
+PyObject* OnStart(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {
+  Hooks* h = Called(self, nargs, 2, "on_start(code, offset)");
+  if (h == nullptr) return nullptr;
   PyObject* code = args[0];
   CodeInfo* info = InfoOf(h, code);
   if (info == nullptr) return nullptr;
@@ -417,22 +424,16 @@ fail:
 }
 
 PyObject* OnCall(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {
-  Hooks* h = reinterpret_cast<Hooks*>(self);
-  if (nargs != 4) {
-    PyErr_SetString(PyExc_TypeError, "on_call(code, offset, callable, arg0)");
-    return nullptr;
-  }
+  Hooks* h = Called(self, nargs, 4, "on_call(code, offset, callable, arg0)");
+  if (h == nullptr) return nullptr;
   CodeInfo* info = InfoOf(h, args[0]);
   if (info == nullptr) return nullptr;
   return Py_NewRef(info->ours ? h->disable : Py_None);
 }
 
 PyObject* OnJump(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {
-  Hooks* h = reinterpret_cast<Hooks*>(self);
-  if (nargs != 3) {
-    PyErr_SetString(PyExc_TypeError, "on_jump(code, src, dest)");
-    return nullptr;
-  }
+  Hooks* h = Called(self, nargs, 3, "on_jump(code, src, dest)");
+  if (h == nullptr) return nullptr;
   PyObject* ts = CurrentTs(h);
   if (ts == nullptr) return NewNone();
   int live = Live(ts, true);
@@ -456,11 +457,8 @@ PyObject* OnJump(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {
 }
 
 PyObject* OnCReturn(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {
-  Hooks* h = reinterpret_cast<Hooks*>(self);
-  if (nargs != 4) {
-    PyErr_SetString(PyExc_TypeError, "on_c_return(code, offset, callable, arg0)");
-    return nullptr;
-  }
+  Hooks* h = Called(self, nargs, 4, "on_c_return(code, offset, callable, arg0)");
+  if (h == nullptr) return nullptr;
   PyObject* ts = CurrentTs(h);
   if (ts == nullptr) return NewNone();
   int rc = 0;
@@ -499,11 +497,8 @@ PyObject* OnCReturn(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {
 // c_returned(ts, code, offset, func, line): Tracer.c_returned for a callable the caller has
 // already bound (logical.py's stand-ins for builtin C calls).
 PyObject* CReturned(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {
-  Hooks* h = reinterpret_cast<Hooks*>(self);
-  if (nargs != 5) {
-    PyErr_SetString(PyExc_TypeError, "c_returned(ts, code, offset, func, line)");
-    return nullptr;
-  }
+  Hooks* h = Called(self, nargs, 5, "c_returned(ts, code, offset, func, line)");
+  if (h == nullptr) return nullptr;
   const long offset = PyLong_AsLong(args[2]);
   if (offset == -1 && PyErr_Occurred()) return nullptr;
   PyObject* func = args[3];
@@ -550,13 +545,19 @@ CodeInfo* FrameInfo(Hooks* h, PyObject* frame, PyObject** code) {
   return info;
 }
 
+// The frame's f_lasti (the offset of the instruction it runs), or -1 with an error set.
+long FrameOffset(PyObject* frame) {
+  PyObject* lasti = PyObject_GetAttr(frame, s_f_lasti);
+  if (lasti == nullptr) return -1;
+  const long offset = PyLong_AsLong(lasti);
+  Py_DECREF(lasti);
+  return offset;
+}
+
 // global_trace(frame, event, arg): Tracer.global_trace.
 PyObject* GlobalTrace(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {
-  Hooks* h = reinterpret_cast<Hooks*>(self);
-  if (nargs != 3) {
-    PyErr_SetString(PyExc_TypeError, "global_trace(frame, event, arg)");
-    return nullptr;
-  }
+  Hooks* h = Called(self, nargs, 3, "global_trace(frame, event, arg)");
+  if (h == nullptr) return nullptr;
   PyObject* frame = args[0];
   PyObject* code = nullptr;
   CodeInfo* info = FrameInfo(h, frame, &code);
@@ -598,11 +599,8 @@ done:
 
 // local_trace(frame, event, arg): Tracer.local_trace (opcode events of watched frames).
 PyObject* LocalTrace(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {
-  Hooks* h = reinterpret_cast<Hooks*>(self);
-  if (nargs != 3) {
-    PyErr_SetString(PyExc_TypeError, "local_trace(frame, event, arg)");
-    return nullptr;
-  }
+  Hooks* h = Called(self, nargs, 3, "local_trace(frame, event, arg)");
+  if (h == nullptr) return nullptr;
   if (!Is(args[1], s_opcode)) return Py_NewRef(h->local_fn);
   PyObject* frame = args[0];
   PyObject* ts = CurrentTs(h);
@@ -639,9 +637,7 @@ PyObject* LocalTrace(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {
         goto done;
       }
       Py_DECREF(code);
-      PyObject* lasti = PyObject_GetAttr(frame, s_f_lasti);
-      const long offset = lasti == nullptr ? -1 : PyLong_AsLong(lasti);
-      Py_XDECREF(lasti);
+      const long offset = FrameOffset(frame);
       if (offset == -1 && PyErr_Occurred()) {
         rc = -1;
         goto done;
@@ -663,11 +659,8 @@ done:
 
 // profile(frame, event, arg): Tracer.profile (C calls of every frame).
 PyObject* Profile(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {
-  Hooks* h = reinterpret_cast<Hooks*>(self);
-  if (nargs != 3) {
-    PyErr_SetString(PyExc_TypeError, "profile(frame, event, arg)");
-    return nullptr;
-  }
+  Hooks* h = Called(self, nargs, 3, "profile(frame, event, arg)");
+  if (h == nullptr) return nullptr;
   PyObject* event = args[1];
   if (Is(event, s_call) || Is(event, s_return)) return NewNone();
   PyObject* ts = CurrentTs(h);
@@ -682,9 +675,7 @@ PyObject* Profile(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {
       CodeInfo* info = FrameInfo(h, frame, &code);
       rc = info == nullptr ? -1 : 0;
       if (info != nullptr && !info->ours) {
-        PyObject* lasti = PyObject_GetAttr(frame, s_f_lasti);
-        const long offset = lasti == nullptr ? -1 : PyLong_AsLong(lasti);
-        Py_XDECREF(lasti);
+        const long offset = FrameOffset(frame);
         PyObject* func = args[2];
         if (offset == -1 && PyErr_Occurred()) {
           rc = -1;
@@ -709,11 +700,8 @@ PyObject* Profile(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {
 
 // count(code, offset): the executions of a C-call site so far (the tests).
 PyObject* Count(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {
-  Hooks* h = reinterpret_cast<Hooks*>(self);
-  if (nargs != 2) {
-    PyErr_SetString(PyExc_TypeError, "count(code, offset)");
-    return nullptr;
-  }
+  Hooks* h = Called(self, nargs, 2, "count(code, offset)");
+  if (h == nullptr) return nullptr;
   const long offset = PyLong_AsLong(args[1]);
   if (offset == -1 && PyErr_Occurred()) return nullptr;
   auto it = h->counts->find(std::make_pair(static_cast<const void*>(args[0]), static_cast<int>(offset)));
