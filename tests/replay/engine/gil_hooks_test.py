@@ -97,6 +97,23 @@ def main():
                     py.splitlines(True), c.splitlines(True), "python hooks", "C hooks", n=2))
     print("gil_hooks: %d cases (%d replayed by the engine), %d different" % (
         len(results), replayed, bad))
+    # Bad settings: a one-line error, exit 64. RERACE_GIL_HOOKS=c where the module does not load
+    # (the engine's package copied away from the build's _rerace_gil) names the variable.
+    import shutil
+    import tempfile
+    with tempfile.TemporaryDirectory() as tmp:
+        shutil.copytree(os.path.join(ROOT, "replay/engine/python"), os.path.join(tmp, "engine"),
+                        ignore=shutil.ignore_patterns("__pycache__"))
+        argv = ["replay", trace] + engine + ["--seed", "1"]
+        for hooks, env, want in (("c", {"RERACE_PYTHONPATH": os.path.join(tmp, "engine")},
+                                  "RERACE_GIL_HOOKS=c: _rerace_gil does not import"),
+                                 ("x", {}, "RERACE_GIL_HOOKS=x: neither c nor python")):
+            out = run(argv, env, hooks)
+            lines = [ln for ln in out.splitlines()[1:] if ln.strip()]
+            if not out.startswith("exit 64\n") or len(lines) != 1 or want not in lines[0]:
+                bad += 1
+                print("RERACE_GIL_HOOKS=%s: expected exit 64 and one line with %r, got:\n%s" % (
+                    hooks, want, out))
     if replayed < 20:
         print("too few cases replayed: the comparison proves little")
         return 1

@@ -151,7 +151,10 @@ class Setup:
             try:
                 self.tracer = gil_tracer.make_tracer(self.rules, self.watched)
             except gil_tracer.HooksUnavailable as e:
-                raise SetupError(str(e), kind="env")
+                # Asked for by the environment variable, not by the Python given: the remedy is
+                # the variable (or a build that made the module), not another --python-exe.
+                raise SetupError("%s (unset RERACE_GIL_HOOKS to run the Python hooks where the C "
+                                 "ones do not load)" % e, kind="usage")
             if isinstance(self.tracer, gil_tracer.MonitoringTracer) and self.reach.replaced:
                 self.tracer.reach = self.reach
             self.info["gil_tracer"] = "sys.monitoring" if isinstance(
