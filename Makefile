@@ -75,7 +75,7 @@ test-sanitize: build-asan
 # test through a TSan rerace).
 # Left out here: long single-threaded searches (140 s under TSan for the bounded-DPOR one); the
 # plain, ASan and UBSan runs of make test and test-sanitize run them.
-TSAN_SIM_SLOW = Explore.DporReachesEveryOutcomeTheNaiveSearchReaches:Explore.BoundedDporCountsTheRacesTheBoundCutAndWithoutCutsReachesEveryOutcome:Strategies.SurwSamplesInterleavingsUniformly:ClassicBugs.PctFindsEachBugAtLeastAsOftenAsItsBound
+TSAN_SIM_SLOW = Explore.DporReachesEveryOutcomeTheNaiveSearchReaches:ExploreWorkers.OneWorkerIsTheOneWorkerSearchRunForRun:Explore.BoundedDporCountsTheRacesTheBoundCutAndWithoutCutsReachesEveryOutcome:Strategies.SurwSamplesInterleavingsUniformly:ClassicBugs.PctFindsEachBugAtLeastAsOftenAsItsBound
 build-tsan: deps
 	cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS=-O1 \
 	  -DRERACE_WERROR=$(WERROR) -DRERACE_CUDA=OFF -DRERACE_BENCH=OFF \
@@ -85,8 +85,8 @@ build-tsan: deps
 
 # The native autotuner's tests race real threads on purpose (its fields are atomic per
 # access, as under the GIL); the fiber-based replay tests in the same binary are left out.
-# sim_test leaves out its three longest searches (minutes under TSan, one thread, nothing
-# more to see); about 2 minutes in all on 2 cores.
+# sim_test leaves out its longest searches (minutes under TSan, one thread, nothing more to
+# see; the many-worker searches run); about 2 minutes in all on 2 cores.
 test-tsan: build-tsan
 	TSAN_OPTIONS=halt_on_error=1 build-tsan/tests/recorder_test
 	TSAN_OPTIONS=halt_on_error=1 build-tsan/tests/kernels_test --gtest_filter='Autotuner.*'
@@ -94,7 +94,7 @@ test-tsan: build-tsan
 	RERACE_SOURCE=$(CURDIR) RERACE_BIN=$(CURDIR)/build-tsan/bin TSAN_OPTIONS=halt_on_error=1 \
 	  build-tsan/tests/replay_test --gtest_filter='Campaign.*:Certify.*'
 	RERACE_SOURCE=$(CURDIR) RERACE_BIN=$(CURDIR)/build-tsan/bin TSAN_OPTIONS=halt_on_error=1 \
-	  build-tsan/tests/cli_test --gtest_filter='CliCi.FuzzJobs*'
+	  build-tsan/tests/cli_test --gtest_filter='CliCi.FuzzJobs*:CliCi.CheckJobs*'
 
 # libFuzzer, under ASan + UBSan, with clang: the trace reader; trace -> programs -> one small
 # replay; schedule lines; fix descriptions. FUZZ_SECONDS=60 by default, shared out: half each to

@@ -2,8 +2,12 @@
 #include "rerace/sim/explore.h"
 
 #include <algorithm>
-#include <set>
+#include <barrier>
+#include <exception>
 #include <map>
+#include <memory>
+#include <set>
+#include <thread>
 
 namespace rerace::sim {
 
@@ -347,6 +351,243 @@ ExploreResult Explorer::Explore(const std::function<bool(Strategy&)>& run) {
     path[j].chosen = next;
     path.resize(j + 1);
     prefix = j + 1;
+  }
+}
+
+namespace {
+
+// A node of the many-worker search's tree: one step's Node (runnable threads, pending points,
+// sleep, backtrack and done sets, the steps explored from it; `chosen` and `also` belong to a
+// run's copy of its path, not to the node), and the nodes reached from it, by the choice made.
+struct TreeNode {
+  Node node;
+  TreeNode* parent = nullptr;
+  ThreadId via = kNoThread;  // the choice at `parent` that leads here
+  size_t depth = 0;
+  uint64_t seq = 0;  // the order nodes were made in: the newest branch first among equals
+  std::map<ThreadId, std::unique_ptr<TreeNode>> children;
+};
+
+bool HasChoiceLeft(const Node& n) {
+  for (ThreadId t : n.backtrack)
+    if (!n.done.count(t)) return true;
+  return false;
+}
+
+// Drops the subtrees below `n` with no choice left (no run will pass through them again: a run
+// starts at a choice left and goes on past it with nodes of its own); whether `n` has one.
+bool Prune(TreeNode& n) {
+  bool alive = HasChoiceLeft(n.node);
+  for (auto it = n.children.begin(); it != n.children.end();) {
+    if (Prune(*it->second)) {
+      alive = true;
+      ++it;
+    } else {
+      it = n.children.erase(it);
+    }
+  }
+  return alive;
+}
+
+// One run of a batch: its path (the tree's prefix copied, then the steps the run took past it)
+// and the tree nodes of the prefix.
+struct Branch {
+  std::vector<Node> path;
+  std::vector<TreeNode*> nodes;
+  size_t prefix = 0;
+};
+
+// The run that chooses `t` at `at` (null: the first run): its path is the prefix's nodes, each
+// with the choice that leads on, then `t`. Only the last node's explored steps are copied: they
+// are all that Follow reads of them (a new node's sleep set).
+Branch StartBranch(TreeNode* at, ThreadId t) {
+  Branch b;
+  for (TreeNode* x = at; x != nullptr; x = x->parent) b.nodes.push_back(x);
+  std::reverse(b.nodes.begin(), b.nodes.end());
+  b.prefix = b.nodes.size();
+  b.path.reserve(b.prefix);
+  for (size_t i = 0; i < b.prefix; ++i) {
+    const Node& from = b.nodes[i]->node;
+    Node copy;
+    copy.runnable = from.runnable;
+    copy.pending = from.pending;
+    copy.previous = from.previous;
+    copy.preemptions_before = from.preemptions_before;
+    copy.backtrack = from.backtrack;
+    copy.done = from.done;
+    copy.sleep = from.sleep;
+    if (i + 1 == b.prefix) copy.explored = from.explored;
+    copy.chosen = i + 1 < b.prefix ? b.nodes[i + 1]->via : t;
+    b.path.push_back(std::move(copy));
+  }
+  return b;
+}
+
+// The workers of a many-worker search: worker 0 is the caller, 1 to jobs-1 threads that wait
+// for each batch. A run's exception is rethrown on the caller's thread once the batch is over.
+class Workers {
+ public:
+  Workers(unsigned jobs, const std::function<void(unsigned, Strategy&)>& run)
+      : run_(run), start_(jobs), end_(jobs), errors_(jobs) {
+    for (unsigned w = 1; w < jobs; ++w)
+      threads_.emplace_back([this, w] {
+        for (;;) {
+          start_.arrive_and_wait();
+          if (stop_) return;
+          RunOne(w);
+          end_.arrive_and_wait();
+        }
+      });
+  }
+  ~Workers() {
+    stop_ = true;
+    start_.arrive_and_wait();
+    for (std::thread& t : threads_) t.join();
+  }
+  // Runs strategies[w] on worker w, all at once; returns when every run is over.
+  void RunBatch(std::vector<std::unique_ptr<Strategy>>& strategies) {
+    batch_ = &strategies;
+    start_.arrive_and_wait();
+    RunOne(0);
+    end_.arrive_and_wait();
+    for (std::exception_ptr& e : errors_)
+      if (e) std::rethrow_exception(std::exchange(e, nullptr));
+  }
+
+ private:
+  void RunOne(unsigned w) {
+    if (w >= batch_->size()) return;
+    try {
+      run_(w, *(*batch_)[w]);
+    } catch (...) {
+      errors_[w] = std::current_exception();
+    }
+  }
+  const std::function<void(unsigned, Strategy&)>& run_;
+  std::barrier<> start_, end_;
+  std::vector<std::exception_ptr> errors_;
+  std::vector<std::unique_ptr<Strategy>>* batch_ = nullptr;
+  bool stop_ = false;  // written before start_'s phase completes, read after it
+  std::vector<std::thread> threads_;
+};
+
+}  // namespace
+
+ExploreResult Explorer::Explore(unsigned jobs, const std::function<void(unsigned, Strategy&)>& run,
+                                const std::function<bool(unsigned)>& settle) {
+  jobs = std::max(jobs, 1u);
+  ExploreResult r;
+  std::unique_ptr<TreeNode> root;
+  uint64_t seq = 0;
+  auto add = [&](Node& n, ThreadId t) {
+    if (n.preemptions_before + Cost(n, t) > bound_) return false;
+    n.backtrack.insert(t);
+    return true;
+  };
+  Workers workers(jobs, run);
+  std::vector<Branch> batch;
+  batch.push_back(StartBranch(nullptr, kNoThread));  // the first run: no prefix
+  for (;;) {
+    std::vector<std::unique_ptr<Strategy>> follows;
+    for (Branch& b : batch) follows.push_back(std::make_unique<Follow>(b.path, b.prefix, mode_ == Mode::kDpor));
+    workers.RunBatch(follows);
+    r.runs += batch.size();
+    // Each run's new steps become nodes of the tree, and its races are reversed, in start order.
+    for (unsigned w = 0; w < batch.size(); ++w) {
+      Branch& b = batch[w];
+      const bool failed = settle(w);
+      if (failed && !r.failed) {
+        r.failed = true;
+        for (const Node& n : b.path) r.failing.Append(n.chosen);
+      }
+      if (r.failed) continue;
+      std::vector<TreeNode*> nodes = std::move(b.nodes);
+      for (size_t i = b.prefix; i < b.path.size(); ++i) {
+        auto made = std::make_unique<TreeNode>();
+        made->node.runnable = b.path[i].runnable;
+        made->node.pending = b.path[i].pending;
+        made->node.previous = b.path[i].previous;
+        made->node.preemptions_before = b.path[i].preemptions_before;
+        made->node.backtrack = b.path[i].backtrack;
+        made->node.done = b.path[i].done;
+        made->node.sleep = b.path[i].sleep;
+        made->depth = i;
+        made->seq = ++seq;
+        TreeNode* raw = made.get();
+        if (i == 0) {
+          root = std::move(made);
+        } else {
+          made->parent = nodes[i - 1];
+          made->via = b.path[i - 1].chosen;
+          nodes[i - 1]->children[made->via] = std::move(made);
+        }
+        nodes.push_back(raw);
+      }
+      nodes.resize(std::min(nodes.size(), b.path.size()));
+      for (size_t i = 0; i < nodes.size(); ++i) {
+        Node& held = nodes[i]->node;
+        held.explored[b.path[i].chosen] = StepAccesses(b.path[i]);  // for its sleep later
+        b.path[i].backtrack = held.backtrack;  // what the runs settled before this one added
+        b.path[i].done = held.done;
+      }
+      if (mode_ == Mode::kNaive) {
+        for (Node& n : b.path)
+          for (ThreadId t : n.runnable) add(n, t);
+      } else {
+        AddRaceReversals(b.path, add, r.pruned, r.cut);
+      }
+      for (size_t i = 0; i < nodes.size(); ++i)
+        nodes[i]->node.backtrack.insert(b.path[i].backtrack.begin(), b.path[i].backtrack.end());
+    }
+    if (r.failed) return r;
+    // The next batch: the deepest choices left, the newest branch's first among nodes of one
+    // depth (with one worker, the one path's nodes from the deepest up, as Explore(run) scans).
+    batch.clear();
+    if (!root || !Prune(*root)) {
+      r.exhausted = true;
+      return r;
+    }
+    std::vector<TreeNode*> order;
+    std::vector<TreeNode*> stack{root.get()};
+    while (!stack.empty()) {
+      TreeNode* n = stack.back();
+      stack.pop_back();
+      order.push_back(n);
+      for (auto& [t, c] : n->children) stack.push_back(c.get());
+    }
+    std::sort(order.begin(), order.end(), [](const TreeNode* a, const TreeNode* b) {
+      return a->depth != b->depth ? a->depth > b->depth : a->seq > b->seq;
+    });
+    // With the budget spent, the search stops at the first choice left (budget_hit) or finds
+    // none (exhausted), as Explore(run) does.
+    const uint64_t room = std::min<uint64_t>(jobs, max_runs_ - std::min(max_runs_, r.runs));
+    bool left = false;
+    for (TreeNode* n : order) {
+      for (ThreadId t : n->node.backtrack) {
+        if (left || (room > 0 && batch.size() >= room)) break;
+        if (n->node.done.count(t)) continue;
+        if (n->node.sleep.count(t)) {
+          ++r.pruned;  // asleep: an equivalent choice was explored from an earlier node
+          n->node.done.insert(t);
+          continue;
+        }
+        if (room == 0) {
+          left = true;
+          break;
+        }
+        n->node.done.insert(t);
+        batch.push_back(StartBranch(n, t));
+      }
+      if (left || (room > 0 && batch.size() >= room)) break;
+    }
+    if (left) {
+      r.budget_hit = true;
+      return r;
+    }
+    if (batch.empty()) {
+      r.exhausted = true;
+      return r;
+    }
   }
 }
 

@@ -72,8 +72,12 @@ void RegisterCheck(CLI::App& app, CommandTable& table) {
                 "--engine python): 'holds' then says so, and what the whole program's search got "
                 "on top; a sub-program's counterexample replays with --only")
       ->check(flags::Count(1, 64));
-  c->add_option("--jobs", cmd.jobs, "With --threads: search the classes on this many threads "
-                "(the verdict and every count are the same for any number)")
+  c->add_option("--jobs", cmd.jobs,
+                "Search on this many replayers at once (with --engine python, engines: processes "
+                "of the real code): with --threads, the classes, whose verdict and counts are the "
+                "same for any number; the systematic search, in batches of N runs, the same for "
+                "the same N (its run counts can differ from another N's; one that cut no race "
+                "covers every interleaving for any N)")
       ->default_val(1)
       ->check(flags::Count(1, 256));
   c->add_option("--save-schedule", cmd.save, "Save the counterexample's schedule here")

@@ -100,7 +100,11 @@ CheckOutput RunCheckCommand(const CheckCommand& command) {
   request.max_runs = a.max_runs;
   request.max_runs_given = a.max_runs_given;
   request.seed = a.seed;
-  const CheckPlan check_plan = PlanCheck(request, l->options.engine);
+  const CheckPlan check_plan = [&] {
+    CheckPlan p = PlanCheck(request, l->options.engine);
+    p.jobs = a.jobs;  // the systematic search's replayers at once (with --threads, the classes')
+    return p;
+  }();
   CheckProgress show;
   if (a.progress)
     show = [&](uint64_t runs, const char* phase) { a.progress(runs, phase, check_plan); };

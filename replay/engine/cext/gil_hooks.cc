@@ -188,6 +188,15 @@ int Live(PyObject* ts, bool need_traced) {
 
 int SetOpportunity(PyObject* ts) { return PyObject_SetAttr(ts, s_opportunity, Py_True); }
 
+// Whether a place reached now is a new opportunity: Live, and none pending yet. 1, 0, or -1 on
+// error.
+int Open(PyObject* ts, bool need_traced) {
+  const int live = Live(ts, need_traced);
+  if (live <= 0) return live;
+  const int opp = Flag(ts, s_opportunity);
+  return opp < 0 ? -1 : !opp;
+}
+
 // The ints of `seq`, sorted, into `out`; false with an error set.
 bool Offsets(PyObject* seq, std::vector<int>* out) {
   PyObject* iter = PyObject_GetIter(seq);
@@ -436,11 +445,7 @@ PyObject* OnJump(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {
   if (h == nullptr) return nullptr;
   PyObject* ts = CurrentTs(h);
   if (ts == nullptr) return NewNone();
-  int live = Live(ts, true);
-  if (live > 0) {
-    const int opp = Flag(ts, s_opportunity);
-    live = opp < 0 ? -1 : !opp;
-  }
+  int live = Open(ts, true);
   if (live > 0) {
     const long src = PyLong_AsLong(args[1]);
     CodeInfo* info = src == -1 && PyErr_Occurred() ? nullptr : InfoOf(h, args[0]);
@@ -474,11 +479,7 @@ PyObject* OnCReturn(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {
     if (kind == 0) {
       // A class or another C callable: no count; in watched code a place.
       if (info->watched) {
-        int live = Live(ts, false);
-        if (live > 0) {
-          const int opp = Flag(ts, s_opportunity);
-          live = opp < 0 ? -1 : !opp;
-        }
+        const int live = Open(ts, false);
         rc = live < 0 ? -1 : live > 0 ? SetOpportunity(ts) : 0;
       }
     } else {
@@ -833,8 +834,14 @@ PyType_Slot kHooksSlots[] = {
 PyType_Spec kHooksSpec = {"_rerace_gil.Hooks", sizeof(Hooks), 0,
                           Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC, kHooksSlots};
 
+// What gil_tracer.py expects of this module (its _HOOKS_PROTOCOL): Hooks' arguments, methods and
+// what they ask of the tracer. Raised with any change to them, so that a _rerace_gil of another
+// build (one left on a user's PYTHONPATH, an older wheel's) is not taken for this one.
+constexpr long kProtocol = 1;
+
 int ModuleExec(PyObject* m) {
   if (!Intern()) return -1;
+  if (PyModule_AddIntConstant(m, "PROTOCOL", kProtocol) != 0) return -1;
   PyObject* tp = PyType_FromSpec(&kHooksSpec);
   if (tp == nullptr) return -1;
   const int r = PyModule_AddObjectRef(m, "Hooks", tp);

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <memory>
+#include <vector>
 
 #include "rerace/replay/model/calibrate.h"
 #include "rerace/replay/model/fix.h"
@@ -135,7 +136,7 @@ StepShape MeasureShape(Replayer& replayer) {
 
 BoundedVerdict CheckFixBounded(const Program& program, const ReplayOptions& options,
                                uint32_t bound, uint64_t max_runs, bool naive,
-                               const CheckProgress& progress) {
+                               const CheckProgress& progress, unsigned jobs) {
   BoundedVerdict b;
   b.bound = bound;
   // The real code under the GIL: a step can hold several accesses (an atomic stretch between
@@ -147,14 +148,33 @@ BoundedVerdict CheckFixBounded(const Program& program, const ReplayOptions& opti
   Replayer rep(program, options);
   sim::Explorer e(naive ? sim::Explorer::Mode::kNaive : sim::Explorer::Mode::kDpor, bound, max_runs);
   uint64_t runs = 0;
-  const sim::ExploreResult x = e.Explore([&](sim::Strategy& s) {
-    const ReplayResult r = rep.Run(s);
+  const char* method = naive ? "bounded DFS" : "DPOR";
+  // One run's result, as the search takes it (in the order the runs started).
+  auto settle = [&](const ReplayResult& r) {
     if (options.detect_races) MergeRaces(b.verdict.races, r.races);
     b.verdict.NoteOthers(r, options.target);
     if (runs == 0) b.verdict.reach = r.notes;
-    if (progress) progress(++runs, naive ? "bounded DFS" : "DPOR");
+    ++runs;
+    if (progress) progress(runs, method);
     return Hits(r, options.target);
-  });
+  };
+  sim::ExploreResult x;
+  if (jobs <= 1) {
+    x = e.Explore([&](sim::Strategy& s) { return settle(rep.Run(s)); });
+  } else {
+    // Worker 0 is `rep`; the others have replayers of their own (for the real code, engines).
+    std::vector<std::unique_ptr<Replayer>> more;
+    for (unsigned w = 1; w < jobs; ++w) more.push_back(std::make_unique<Replayer>(program, options));
+    std::vector<ReplayResult> results(jobs);
+    x = e.Explore(
+        jobs,
+        [&](unsigned w, sim::Strategy& s) { results[w] = (w == 0 ? rep : *more[w - 1]).Run(s); },
+        [&](unsigned w) {
+          const bool hit = settle(results[w]);
+          results[w] = ReplayResult{};
+          return hit;
+        });
+  }
   b.verdict.explored = x.runs;
   b.exhausted = x.exhausted;
   b.pruned = x.pruned;
@@ -163,7 +183,7 @@ BoundedVerdict CheckFixBounded(const Program& program, const ReplayOptions& opti
     b.verdict.holds = false;
     sim::ScheduleReplay again(x.failing);
     b.verdict.counterexample = rep.Run(again);
-    b.verdict.counterexample->strategy = naive ? "bounded DFS" : "DPOR";
+    b.verdict.counterexample->strategy = method;
   }
   Costs(program, options, rep, b.verdict);
   return b;

@@ -63,7 +63,8 @@ CheckOutcome CheckFix(const Program& program, const ReplayOptions& options, cons
       return out;
     }
   }
-  out.systematic = CheckFixBounded(program, options, plan.bound, plan.max_runs, plan.naive, progress);
+  out.systematic =
+      CheckFixBounded(program, options, plan.bound, plan.max_runs, plan.naive, progress, plan.jobs);
   out.verdict = out.systematic.verdict;
   out.verdict.explored += out.probed;
   out.verdict.others.insert(probe_others.begin(), probe_others.end());

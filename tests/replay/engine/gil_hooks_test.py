@@ -104,9 +104,17 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         shutil.copytree(os.path.join(ROOT, "replay/engine/python"), os.path.join(tmp, "engine"),
                         ignore=shutil.ignore_patterns("__pycache__"))
+        # Another build's module on the path (a stale _rerace_gil on a user's PYTHONPATH): its
+        # protocol is not this engine's, so it is not taken for the hooks.
+        os.makedirs(os.path.join(tmp, "stale"))
+        with open(os.path.join(tmp, "stale", "_rerace_gil.py"), "w") as f:
+            f.write("PROTOCOL = 0\n")
         argv = ["replay", trace] + engine + ["--seed", "1"]
-        for hooks, env, want in (("c", {"RERACE_PYTHONPATH": os.path.join(tmp, "engine")},
+        copy = os.path.join(tmp, "engine")
+        for hooks, env, want in (("c", {"RERACE_PYTHONPATH": copy},
                                   "RERACE_GIL_HOOKS=c: _rerace_gil does not import"),
+                                 ("c", {"RERACE_PYTHONPATH": copy, "PYTHONPATH": os.path.join(tmp, "stale")},
+                                  "is another build's: protocol 0"),
                                  ("x", {}, "RERACE_GIL_HOOKS=x: neither c nor python")):
             out = run(argv, env, hooks)
             lines = [ln for ln in out.splitlines()[1:] if ln.strip()]

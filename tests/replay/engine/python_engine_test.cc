@@ -412,6 +412,38 @@ TEST(PythonEngine, PrewarmHoldsUnderThe312GilAndFailsFreeThreaded) {
   EXPECT_EQ(failed.verdict.counterexample->findings.front().type, "TypeError");
 }
 
+// Issue 50: the DPOR search on two engines at once (check --jobs 2) gives one engine's verdict,
+// exhausted, and the same search each time; the unpatched code still fails, its
+// counterexample replaying to the failure on one engine.
+TEST(PythonEngine, DporOnTwoEnginesGivesOneEnginesVerdict) {
+  Env e = UseEnv("venv312");
+  if (!e.skip.empty()) GTEST_SKIP() << e.skip;
+  const Program p = testing::LoadSample("triton-none-h200.rrt");
+  ReplayOptions lock = PyOptions(e, "lock-run");
+  lock.python_mode = "gil";
+  const BoundedVerdict one = CheckFixBounded(p, lock, 1, 400, false);
+  const BoundedVerdict two = CheckFixBounded(p, lock, 1, 400, false, {}, 2);
+  const BoundedVerdict again = CheckFixBounded(p, lock, 1, 400, false, {}, 2);
+  ASSERT_TRUE(one.verdict.holds);
+  ASSERT_TRUE(two.verdict.holds) << two.verdict.counterexample->findings.front().words;
+  EXPECT_TRUE(one.exhausted);
+  EXPECT_TRUE(two.exhausted) << two.verdict.explored << " runs";
+  EXPECT_EQ(two.cut, again.cut);
+  EXPECT_EQ(two.verdict.explored, again.verdict.explored);
+  EXPECT_EQ(two.pruned, again.pruned);
+  EXPECT_EQ(two.verdict.reach, one.verdict.reach);
+  ReplayOptions none = PyOptions(e);
+  none.python_mode = "gil";
+  const BoundedVerdict fails = CheckFixBounded(p, none, 1, 400, false, {}, 2);
+  ASSERT_FALSE(fails.verdict.holds);
+  EXPECT_EQ(fails.verdict.counterexample->strategy, "DPOR");
+  EXPECT_FALSE(fails.verdict.counterexample->findings.empty());
+  std::printf("lock-run bound 1: one engine %llu runs, two %llu; none failed after %llu on two\n",
+              static_cast<unsigned long long>(one.verdict.explored),
+              static_cast<unsigned long long>(two.verdict.explored),
+              static_cast<unsigned long long>(fails.verdict.explored));
+}
+
 // Issue 26, item 4: under the GIL a step of the real code can hold several accesses; the
 // engine reports each one inside its step, so DPOR runs in GIL mode too. A lock around
 // Autotuner.run on the H200 recording: DPOR exhausts bound 1 in a few dozen runs, where the

@@ -290,6 +290,10 @@ class HooksUnavailable(Exception):
     """RERACE_GIL_HOOKS=c and the C hooks cannot load here (the message says why)."""
 
 
+# The _rerace_gil this engine was built with (gil_hooks.cc's kProtocol).
+_HOOKS_PROTOCOL = 1
+
+
 def _hooks_module():
     """The GIL tracer's hooks in C (``_rerace_gil``, replay/engine/cext/gil_hooks.cc: built for
     CPython 3.11+ with a GIL, beside this package or on the engine's path), or None: the Python
@@ -306,7 +310,12 @@ def _hooks_module():
     else:
         try:
             import _rerace_gil
-            return _rerace_gil
+            found = getattr(_rerace_gil, "PROTOCOL", None)
+            if found == _HOOKS_PROTOCOL:
+                return _rerace_gil
+            # Another build's module (a stale one on PYTHONPATH): its hooks may not be these.
+            why = "the _rerace_gil found (%s) is another build's: protocol %s, this engine's %d" % (
+                getattr(_rerace_gil, "__file__", "?"), found, _HOOKS_PROTOCOL)
         except ImportError as e:
             why = "_rerace_gil does not import: %s" % e
     if want == "c":

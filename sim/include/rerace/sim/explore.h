@@ -26,7 +26,8 @@
 // checks both on random programs); with some, a verdict says it covered the search's
 // schedules, not every interleaving within the bound.
 //
-// Single-threaded; `run` must build a fresh program each time and return whether it failed.
+// Explore(run) is single-threaded; `run` must build a fresh program each time and return whether
+// it failed. Explore(jobs, run, settle) runs the same search on `jobs` workers at once (below).
 #pragma once
 
 #include <cstdint>
@@ -61,6 +62,24 @@ class Explorer {
 
   // `run(strategy)` runs the program once under `strategy`; returns true when it failed.
   ExploreResult Explore(const std::function<bool(Strategy&)>& run);
+
+  // The same search over `jobs` workers. The choices left are kept in a tree (the prefixes of
+  // the runs still to come), and runs start in batches of up to `jobs`: the deepest choices
+  // left, in the order the one-worker search takes them. `run(worker, strategy)` runs the
+  // program once on worker `worker` (0 to jobs-1; worker 0 on the caller's thread, the others
+  // on threads of their own, all of a batch's runs at once); when the batch is over,
+  // `settle(worker)` is called on the caller's thread for each of its runs, in the order they
+  // started, and says whether that run failed; the races each run had are then reversed as
+  // Explore(run) reverses them. A choice is marked explored at its node when its run starts,
+  // so no other run repeats it; a run started beside a sibling does not sleep on the sibling's
+  // step (not known yet). The order differs from Explore(run)'s, and with it what sleep sets
+  // and source sets prune: the run count can be higher or lower, the classes reached are not
+  // fewer (a search that cut no race still reaches every interleaving: explore_workers_test).
+  // Deterministic for a given `jobs` (its counts, and which failing run comes first, can differ
+  // from another number's); with jobs = 1 it is Explore(run), run for run. The first failing run of a batch,
+  // in start order, is `failing`; `runs` counts every run started.
+  ExploreResult Explore(unsigned jobs, const std::function<void(unsigned, Strategy&)>& run,
+                        const std::function<bool(unsigned)>& settle);
 
  private:
   Mode mode_;

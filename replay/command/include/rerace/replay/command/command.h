@@ -175,7 +175,7 @@ struct CheckCommand {
   // each symmetry class searched by unbounded DPOR within `max_runs` runs; a holds then says
   // what it certified, and the full program's search runs after it.
   std::optional<uint32_t> threads;
-  unsigned jobs = 1;      // --jobs: the certificate's classes over this many threads
+  unsigned jobs = 1;      // --jobs: replayers at once (the certificate's classes, the DPOR search's runs)
   // Called as schedules are explored, with the plan it follows; and once after the search.
   std::function<void(uint64_t runs, const char* phase, const CheckPlan& plan)> progress;
   std::function<void()> progress_done;

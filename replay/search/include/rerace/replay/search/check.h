@@ -98,9 +98,12 @@ struct BoundedVerdict {
   uint64_t cut = 0;     // DPOR: races the bound kept from being reversed
   bool Complete() const { return exhausted && !naive && cut == 0; }
 };
+// `jobs` > 1: the search runs on that many replayers at once (each the model's, or an engine of
+// the real code), in batches (sim::Explorer's many-worker search: deterministic for a given
+// number; its counts can differ from one worker's, never what a search that cut no race covers).
 BoundedVerdict CheckFixBounded(const Program& program, const ReplayOptions& options,
                                uint32_t bound, uint64_t max_runs, bool naive,
-                               const CheckProgress& progress = {});
+                               const CheckProgress& progress = {}, unsigned jobs = 1);
 
 // ---- the check policy ----
 
@@ -139,6 +142,7 @@ struct CheckPlan {
   uint64_t probe_runs = 0;           // sampled schedules before the systematic search (seeds
                                      // seed.. seed+probe_runs-1); the later sampled ones follow
   uint64_t seed = 1;
+  unsigned jobs = 1;  // the systematic search's replayers at once (CheckFixBounded)
 };
 // `engine` is ReplayOptions::engine ("model" or "python").
 CheckPlan PlanCheck(const CheckRequest& request, std::string_view engine);
