@@ -158,6 +158,32 @@ TEST(ReportFuzz, EngineJobsGiveOneJobsReportsAndScheduleFiles) {
   EXPECT_EQ(json[1], json[0]);
 }
 
+// Issue 50: check --jobs N with the real code runs its DPOR search on N engines, in batches: the
+// same N gives the same report byte for byte (text and JSON); a fix that holds on one engine holds,
+// exhausted, on three; a failing check gives the same report each time too.
+TEST(ReportCheck, EngineJobsSearchOnManyEnginesDeterministically) {
+  const std::string root = RERACE_PY_ROOT;
+  const std::string python = root + "/venv312/bin/python";
+  if (root.empty() || access(python.c_str(), X_OK) != 0)
+    GTEST_SKIP() << python << " is missing (tools/scripts/python-envs.sh)";
+  const std::string t = SampleTrace("triton-none-h200.rrt");
+  const std::string engine = " --engine python --python-exe " + python + " --python gil --bound 1";
+  const std::string holds = "check " + t + engine + " --fix lock-run --jobs ";
+  const CliRun one = Rerace(holds + "1 --json");
+  const CliRun a = Rerace(holds + "3 --json");
+  const CliRun b = Rerace(holds + "3 --json");
+  ASSERT_EQ(one.code, 0) << one.out;
+  ASSERT_EQ(a.code, 0) << a.out;
+  EXPECT_EQ(a.out, b.out);
+  EXPECT_TRUE(Has(a.out, "\"exhausted\":true")) << a.out;
+  const std::string fails = "check " + t + engine + " --fix none --failure in-param-not-in-cache --jobs 3";
+  const CliRun f = Rerace(fails);
+  const CliRun g = Rerace(fails);
+  ASSERT_EQ(f.code, 1) << f.out;
+  EXPECT_EQ(f.out, g.out);
+  EXPECT_TRUE(Has(f.out, "FAILED: in-param-not-in-cache")) << f.out;
+}
+
 // Issue 28: races merged from the real code's shards are the races of one run of the same seeds
 // (each shard's labels are its own process's; the merge keys them by text, not by address).
 TEST(ReportMerge, EngineShardsMergeToOneRunsRaces) {

@@ -73,11 +73,11 @@ void RegisterCheck(CLI::App& app, CommandTable& table) {
                 "on top; a sub-program's counterexample replays with --only")
       ->check(flags::Count(1, 64));
   c->add_option("--jobs", cmd.jobs,
-                "Search on this many replayers at once (with --engine python, engines: processes "
-                "of the real code): with --threads, the classes, whose verdict and counts are the "
-                "same for any number; the systematic search, in batches of N runs, the same for "
-                "the same N (its run counts can differ from another N's; one that cut no race "
-                "covers every interleaving for any N)")
+                "Search on this many replayers at once: with --threads, the classes (the verdict "
+                "and every count are the same for any number); with --engine python, the "
+                "systematic search too, on N engines in batches of N runs (the same for the same "
+                "N; its run counts can differ from another N's; one that cut no race covers every "
+                "interleaving for any N)")
       ->default_val(1)
       ->check(flags::Count(1, 256));
   c->add_option("--save-schedule", cmd.save, "Save the counterexample's schedule here")

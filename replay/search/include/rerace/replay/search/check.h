@@ -98,9 +98,11 @@ struct BoundedVerdict {
   uint64_t cut = 0;     // DPOR: races the bound kept from being reversed
   bool Complete() const { return exhausted && !naive && cut == 0; }
 };
-// `jobs` > 1: the search runs on that many replayers at once (each the model's, or an engine of
-// the real code), in batches (sim::Explorer's many-worker search: deterministic for a given
-// number; its counts can differ from one worker's, never what a search that cut no race covers).
+// `jobs` > 1 with the real code (options.engine "python"): the search runs on that many engines
+// at once, in batches (sim::Explorer's many-worker search: deterministic for a given number; its
+// counts can differ from one engine's, never what a search that cut no race covers). The model's
+// search runs on one replayer whatever `jobs` says (its runs are shorter than a batch's
+// bookkeeping).
 BoundedVerdict CheckFixBounded(const Program& program, const ReplayOptions& options,
                                uint32_t bound, uint64_t max_runs, bool naive,
                                const CheckProgress& progress = {}, unsigned jobs = 1);
