@@ -167,8 +167,9 @@ def check(trace: PathLike, *, fix: Optional[str] = None,
     True
 
     The keyword arguments are the command line's options of the same names: ``bound``,
-    ``max_runs``, ``runs``, ``seed``, ``threads`` and ``jobs`` (a certificate over every
-    ``threads``-thread sub-program, ``r.certificate``), ``failure``, ``model``, ``engine``,
+    ``max_runs``, ``runs``, ``seed``, ``threads`` (a certificate over every ``threads``-thread
+    sub-program, ``r.certificate``), ``jobs`` (replayers at once: the certificate's classes, and
+    with the real code the DPOR search's runs), ``failure``, ``model``, ``engine``,
     ``python_exe``, ``patch`` (one file or several), ``fix``; ``args`` any other.
     """
     common = _common(fix, patch, engine, python_exe, args, model, failure)
