@@ -78,7 +78,7 @@ if ! cmp -s "$tmp/ra" "$tmp/rb"; then
 fi
 echo "check-determinism: replay, fuzz and check reports agree ($(wc -l <"$tmp/ra") lines)"
 # The real-code engine: replay, fuzz (with races and saved, shrunk failures) and check (DPOR under
-# the GIL, a patch file), each from both builds.
+# the GIL, on two engines with --jobs 2, a patch file), each from both builds.
 py=""
 for v in build/py/venv312/bin/python build/py/venv/bin/python; do
   if [ -x "$v" ] && "$v" -c 'import triton' 2>/dev/null; then py=$v; break; fi
@@ -94,6 +94,7 @@ else
     rm -rf "$tmp/esaved" && "$bin" fuzz "$real" $e --runs 8 --races --save-failures "$tmp/esaved" >>"$out" 2>&1 || true
     cat "$tmp"/esaved/*.sched >>"$out"
     "$bin" check "$real" $e --fix lock-run --bound 1 --runs 4 >>"$out" 2>&1 || true
+    "$bin" check "$real" $e --fix tls-state --bound 1 --jobs 2 --json >>"$out" 2>&1 || true
     "$bin" check "$real" $e --patch "$(dirname "$0")/../../tests/data/patches/reach_works.py" --bound 1 --runs 4 >>"$out" 2>&1 || true
   }
   engine_all "$a" "$tmp/ea"
