@@ -184,6 +184,42 @@ TEST(ReportCheck, EngineJobsSearchOnManyEnginesDeterministically) {
   EXPECT_TRUE(Has(f.out, "FAILED: in-param-not-in-cache")) << f.out;
 }
 
+// A check of the real code starts one engine for all its phases (the probe, the DPOR search, the
+// sampled schedules: each had a Python process of its own, four with the one that reports its
+// set-up), and --jobs N adds N-1 for the search. Counted by a --python-exe that notes each
+// engine it starts.
+TEST(ReportCheck, OneEngineForEveryPhaseOfACheck) {
+  const std::string root = RERACE_PY_ROOT;
+  const std::string python = root + "/venv312/bin/python";
+  if (root.empty() || access(python.c_str(), X_OK) != 0)
+    GTEST_SKIP() << python << " is missing (tools/scripts/python-envs.sh)";
+  const std::string dir = TempDir("one-engine");
+  const std::string log = dir + "/starts";
+  const std::string exe = dir + "/python";
+  {
+    std::ofstream w(exe);
+    w << "#!/bin/sh\ncase \"$2\" in *rerace_real*) echo engine >> '" << log << "';; esac\nexec '"
+      << std::filesystem::absolute(python).string() << "' \"$@\"\n";
+  }
+  std::filesystem::permissions(exe, std::filesystem::perms::owner_all);
+  auto starts = [&] {
+    std::ifstream r(log);
+    int n = 0;
+    for (std::string line; std::getline(r, line);) n += line == "engine";
+    return n;
+  };
+  const std::string t = SampleTrace("triton-none-h200.rrt");
+  const std::string check = "check " + t + " --engine python --python-exe " + exe + " --fix lock-run";
+  const CliRun whole = Rerace(check);  // probe, DPOR at bound 1, sampled schedules
+  ASSERT_EQ(whole.code, 0) << whole.out;
+  EXPECT_TRUE(Has(whole.out, "sampled")) << whole.out;
+  EXPECT_EQ(starts(), 1) << whole.out;
+  std::filesystem::remove(log);
+  const CliRun jobs = Rerace(check + " --bound 1 --jobs 2");
+  ASSERT_EQ(jobs.code, 0) << jobs.out;
+  EXPECT_EQ(starts(), 2) << jobs.out;
+}
+
 // Issue 28: races merged from the real code's shards are the races of one run of the same seeds
 // (each shard's labels are its own process's; the merge keys them by text, not by address).
 TEST(ReportMerge, EngineShardsMergeToOneRunsRaces) {

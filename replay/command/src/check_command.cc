@@ -84,9 +84,12 @@ CheckOutput RunCheckCommand(const CheckCommand& command) {
   // What ran, as the notes said it (the engine, and for the real code its Python, Triton,
   // tuners and patches): the JUnit case carries it too.
   std::string engine_said = engine_choice->note + l->note;
+  // The real code: one engine, started here (a clean error), for every phase of the whole
+  // program's check (CheckFix below); a certificate's sub-programs have engines of their own.
+  std::optional<Replayer> engine;
   if (l->options.engine == "python") {
-    Replayer probe(l->program, l->options);
-    auto said = StartEngine(probe, a.options.notes, engine_said);
+    engine.emplace(l->program, l->options);
+    auto said = StartEngine(*engine, a.options.notes, engine_said);
     if (!said) return Fail(out, said.error());
     engine_said = *said;
   } else if (!engine_said.empty()) {
@@ -125,6 +128,7 @@ CheckOutput RunCheckCommand(const CheckCommand& command) {
     a.options.only = only;
     auto sub = SubProgram(l->program, cert->failing_threads);
     if (!sub) return Fail(out, sub.error());
+    engine.reset();  // it ran the whole program, which the sub-program now replaces
     l->program = std::move(*sub);
     outcome.plan = check_plan;
     outcome.verdict.holds = false;
@@ -136,7 +140,7 @@ CheckOutput RunCheckCommand(const CheckCommand& command) {
     outcome.verdict = PriceFix(l->program, l->options);
     outcome.verdict.explored = cert->runs;
   } else {
-    outcome = CheckFix(l->program, l->options, check_plan, show);
+    outcome = engine ? CheckFix(*engine, check_plan, show) : CheckFix(l->program, l->options, check_plan, show);
     if (cert) outcome.verdict.explored += cert->runs;
   }
   const uint64_t cert_runs = cert ? cert->runs : 0;

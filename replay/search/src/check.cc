@@ -137,6 +137,14 @@ StepShape MeasureShape(Replayer& replayer) {
 BoundedVerdict CheckFixBounded(const Program& program, const ReplayOptions& options,
                                uint32_t bound, uint64_t max_runs, bool naive,
                                const CheckProgress& progress, unsigned jobs) {
+  Replayer rep(program, options);
+  return CheckFixBounded(rep, bound, max_runs, naive, progress, jobs);
+}
+
+BoundedVerdict CheckFixBounded(Replayer& rep, uint32_t bound, uint64_t max_runs, bool naive,
+                               const CheckProgress& progress, unsigned jobs) {
+  const Program& program = rep.program();
+  const ReplayOptions& options = rep.options();
   BoundedVerdict b;
   b.bound = bound;
   // The real code under the GIL: a step can hold several accesses (an atomic stretch between
@@ -145,7 +153,6 @@ BoundedVerdict CheckFixBounded(const Program& program, const ReplayOptions& opti
   // step touches in either mode (source sets and sleep sets, a sleeping thread's whole step
   // compared: sim/explore.cc).
   b.naive = naive;
-  Replayer rep(program, options);
   sim::Explorer e(naive ? sim::Explorer::Mode::kNaive : sim::Explorer::Mode::kDpor, bound, max_runs);
   uint64_t runs = 0;
   const char* method = naive ? "bounded DFS" : "DPOR";
@@ -202,8 +209,12 @@ Verdict PriceFix(const Program& program, const ReplayOptions& options) {
 Verdict CheckFix(const Program& program, const ReplayOptions& options, uint64_t runs,
                  uint64_t seed, const CheckProgress& progress) {
   Replayer rep(program, options);
+  return CheckFix(rep, runs, seed, progress);
+}
+
+Verdict CheckFix(Replayer& rep, uint64_t runs, uint64_t seed, const CheckProgress& progress) {
   Verdict v = SampleSchedules(rep, runs, seed, progress);
-  Costs(program, options, rep, v);
+  Costs(rep.program(), rep.options(), rep, v);
   return v;
 }
 

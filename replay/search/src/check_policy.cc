@@ -42,17 +42,21 @@ std::unique_ptr<sim::Strategy> SampledStrategy(uint64_t i, uint64_t seed, uint64
 
 CheckOutcome CheckFix(const Program& program, const ReplayOptions& options, const CheckPlan& plan,
                       const CheckProgress& progress) {
+  Replayer rep(program, options);
+  return CheckFix(rep, plan, progress);
+}
+
+CheckOutcome CheckFix(Replayer& rep, const CheckPlan& plan, const CheckProgress& progress) {
   CheckOutcome out;
   out.plan = plan;
   std::set<std::string> probe_others;
   if (plan.probe_runs > 0) {
-    Replayer rep(program, options);
     Verdict probe = SampleSchedules(rep, plan.probe_runs, plan.seed, progress, "probe");
     out.probed = probe.explored;
     probe_others = probe.others;
     if (!probe.holds) {
       // The cost of a failing fix is its failure: CheckFix's own runs price it.
-      out.verdict = CheckFix(program, options, 0, plan.seed);
+      out.verdict = CheckFix(rep, 0, plan.seed);
       out.verdict.holds = false;
       out.verdict.explored = probe.explored;
       out.verdict.pct_steps = probe.pct_steps;
@@ -64,13 +68,13 @@ CheckOutcome CheckFix(const Program& program, const ReplayOptions& options, cons
     }
   }
   out.systematic =
-      CheckFixBounded(program, options, plan.bound, plan.max_runs, plan.naive, progress, plan.jobs);
+      CheckFixBounded(rep, plan.bound, plan.max_runs, plan.naive, progress, plan.jobs);
   out.verdict = out.systematic.verdict;
   out.verdict.explored += out.probed;
   out.verdict.others.insert(probe_others.begin(), probe_others.end());
   if (!plan.automatic || !out.verdict.holds) return out;
   // DPOR found nothing within its bound: the sampled schedules reach deeper preemptions.
-  out.verdict = CheckFix(program, options, plan.sampled_runs, plan.seed + plan.probe_runs, progress);
+  out.verdict = CheckFix(rep, plan.sampled_runs, plan.seed + plan.probe_runs, progress);
   out.verdict.explored += out.systematic.verdict.explored + out.probed;
   std::vector<sim::Race> all = out.systematic.verdict.races;
   MergeRaces(all, out.verdict.races);

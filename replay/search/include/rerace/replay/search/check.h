@@ -73,6 +73,9 @@ using CheckProgress = std::function<void(uint64_t runs, const char* phase)>;
 
 Verdict CheckFix(const Program& program, const ReplayOptions& options, uint64_t runs,
                  uint64_t seed, const CheckProgress& progress = {});
+// The same on `replayer`'s program and options, its runs on `replayer` (for the real code, its
+// engine: one Python process for every phase of a check, not one each).
+Verdict CheckFix(Replayer& replayer, uint64_t runs, uint64_t seed, const CheckProgress& progress = {});
 // CheckFix's schedules without its cost (the verdict's makespans and cost stay empty).
 // `phase` is what `progress` is told.
 Verdict SampleSchedules(Replayer& replayer, uint64_t runs, uint64_t seed,
@@ -105,6 +108,9 @@ struct BoundedVerdict {
 // bookkeeping).
 BoundedVerdict CheckFixBounded(const Program& program, const ReplayOptions& options,
                                uint32_t bound, uint64_t max_runs, bool naive,
+                               const CheckProgress& progress = {}, unsigned jobs = 1);
+// The same with `replayer` as worker 0 (its program and options).
+BoundedVerdict CheckFixBounded(Replayer& replayer, uint32_t bound, uint64_t max_runs, bool naive,
                                const CheckProgress& progress = {}, unsigned jobs = 1);
 
 // ---- the check policy ----
@@ -164,6 +170,9 @@ struct CheckOutcome {
 };
 CheckOutcome CheckFix(const Program& program, const ReplayOptions& options, const CheckPlan& plan,
                       const CheckProgress& progress = {});
+// The same, every phase's runs on `replayer` (the probe, the search's worker 0, the sampled
+// schedules): for the real code, one engine started once for the whole check.
+CheckOutcome CheckFix(Replayer& replayer, const CheckPlan& plan, const CheckProgress& progress = {});
 
 // The progress line of `runs` schedules of `phase` (CheckProgress) in a check of `trace` under
 // `plan`, `seconds` after it started, without a newline: each phase counts against its own
