@@ -185,8 +185,8 @@ TEST(ReportCheck, EngineJobsSearchOnManyEnginesDeterministically) {
 }
 
 // A check of the real code starts one engine for all its phases (the probe, the DPOR search, the
-// sampled schedules: each had a Python process of its own, four with the one that reports its
-// set-up), and --jobs N adds N-1 for the search. Counted by a --python-exe that notes each
+// sampled schedules, and a failure's shrinking and timeline: each had a Python process of its own,
+// four or more with the one that reports its set-up), and --jobs N adds N-1 for the search. Counted by a --python-exe that notes each
 // engine it starts.
 TEST(ReportCheck, OneEngineForEveryPhaseOfACheck) {
   const std::string root = RERACE_PY_ROOT;
@@ -218,6 +218,15 @@ TEST(ReportCheck, OneEngineForEveryPhaseOfACheck) {
   const CliRun jobs = Rerace(check + " --bound 1 --jobs 2");
   ASSERT_EQ(jobs.code, 0) << jobs.out;
   EXPECT_EQ(starts(), 2) << jobs.out;
+  std::filesystem::remove(log);
+  // A failing check shrinks its counterexample and writes its timeline on that engine too.
+  const std::string timeline = dir + "/fails.json";
+  const CliRun fails = Rerace("check " + t + " --engine python --python-exe " + exe +
+                              " --fix tls-nargs --perfetto " + timeline);
+  ASSERT_EQ(fails.code, 1) << fails.out;
+  EXPECT_TRUE(Has(fails.out, "shrunk")) << fails.out;
+  EXPECT_TRUE(std::filesystem::file_size(timeline) > 0);
+  EXPECT_EQ(starts(), 1) << fails.out;
 }
 
 // Issue 28: races merged from the real code's shards are the races of one run of the same seeds

@@ -174,7 +174,10 @@ CheckOutput RunCheckCommand(const CheckCommand& command) {
       err.message = fmt::format("check {} ({}): {}", a.trace, CheckedLabel(a.options), err.message);
       return Fail(out, err);
     }
-    Replayer rep(l->program, l->options);
+    // The check's engine where it ran this program (not after a certificate's sub-program took
+    // its place: `engine` was let go then).
+    std::optional<Replayer> own;
+    Replayer& rep = engine ? *engine : own.emplace(l->program, l->options);
     Shrunk sh = ShrinkFailure(rep, *v.counterexample, a.options.failure);
     shrink_note = DescribeShrink(sh);
     sh.result.strategy = v.counterexample->strategy + ", shrunk";
@@ -335,7 +338,8 @@ CheckOutput RunCheckCommand(const CheckCommand& command) {
       return Fail(out, w.error());
   }
   if (!v.holds && !a.perfetto.empty()) {
-    Replayer rep(l->program, l->options);
+    std::optional<Replayer> own;
+    Replayer& rep = engine ? *engine : own.emplace(l->program, l->options);
     sim::ScheduleReplay again(v.counterexample->run.schedule);
     replay::StepLog log(again);
     const ReplayResult r = rep.Run(log);
