@@ -389,6 +389,20 @@ bool Prune(TreeNode& n) {
   return alive;
 }
 
+// The node `n` without what belongs to one run through it (`chosen`, `also`) or is copied only
+// where it is read (`explored`).
+Node StepOnly(const Node& n) {
+  Node out;
+  out.runnable = n.runnable;
+  out.pending = n.pending;
+  out.previous = n.previous;
+  out.preemptions_before = n.preemptions_before;
+  out.backtrack = n.backtrack;
+  out.done = n.done;
+  out.sleep = n.sleep;
+  return out;
+}
+
 // One run of a batch: its path (the tree's prefix copied, then the steps the run took past it)
 // and the tree nodes of the prefix.
 struct Branch {
@@ -408,14 +422,7 @@ Branch StartBranch(TreeNode* at, ThreadId t) {
   b.path.reserve(b.prefix);
   for (size_t i = 0; i < b.prefix; ++i) {
     const Node& from = b.nodes[i]->node;
-    Node copy;
-    copy.runnable = from.runnable;
-    copy.pending = from.pending;
-    copy.previous = from.previous;
-    copy.preemptions_before = from.preemptions_before;
-    copy.backtrack = from.backtrack;
-    copy.done = from.done;
-    copy.sleep = from.sleep;
+    Node copy = StepOnly(from);
     if (i + 1 == b.prefix) copy.explored = from.explored;
     copy.chosen = i + 1 < b.prefix ? b.nodes[i + 1]->via : t;
     b.path.push_back(std::move(copy));
@@ -504,13 +511,7 @@ ExploreResult Explorer::Explore(unsigned jobs, const std::function<void(unsigned
       std::vector<TreeNode*> nodes = std::move(b.nodes);
       for (size_t i = b.prefix; i < b.path.size(); ++i) {
         auto made = std::make_unique<TreeNode>();
-        made->node.runnable = b.path[i].runnable;
-        made->node.pending = b.path[i].pending;
-        made->node.previous = b.path[i].previous;
-        made->node.preemptions_before = b.path[i].preemptions_before;
-        made->node.backtrack = b.path[i].backtrack;
-        made->node.done = b.path[i].done;
-        made->node.sleep = b.path[i].sleep;
+        made->node = StepOnly(b.path[i]);
         made->depth = i;
         made->seq = ++seq;
         TreeNode* raw = made.get();

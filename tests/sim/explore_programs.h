@@ -4,10 +4,13 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
+#include <string>
 #include <string_view>
 #include <vector>
 
 #include "rerace/sim/scheduler.h"
+#include "rerace/sim/sync.h"
 
 namespace rerace::sim::testing {
 
@@ -31,6 +34,32 @@ inline RandomProgram MakeRandomProgram(uint64_t seed, int threads, bool locks) {
     for (int i = 0; i < 2; ++i)
       ops.push_back({static_cast<int>(next() % 2), next() % 2 == 0, locks && next() % 2 == 0});
   return prog;
+}
+
+// One run of `prog` under `st`: the values each thread's reads saw, then the final values of the
+// two variables (the run's outcome, for comparing what two searches reached).
+inline std::string RunRandomProgram(const RandomProgram& prog, Strategy& st) {
+  Scheduler s(st);
+  std::vector<std::unique_ptr<Shared<int>>> vars;
+  vars.push_back(std::make_unique<Shared<int>>(s, "a", 0));
+  vars.push_back(std::make_unique<Shared<int>>(s, "b", 0));
+  Mutex m(s, "m");
+  std::vector<std::string> reads(prog.size());
+  for (size_t t = 0; t < prog.size(); ++t)
+    s.Spawn("t", [&, t] {
+      for (size_t i = 0; i < prog[t].size(); ++i) {
+        const RandomOp& op = prog[t][i];
+        if (op.locked) m.Lock();
+        Shared<int>& v = *vars[static_cast<size_t>(op.var)];
+        if (op.write) v.Write(static_cast<int>(t * 10 + i + 1));
+        else reads[t] += std::to_string(v.Read()) + ",";
+        if (op.locked) m.Unlock();
+      }
+    });
+  s.Run();
+  std::string out;
+  for (const auto& rd : reads) out += rd + "|";
+  return out + std::to_string(vars[0]->UnsafeRef()) + "," + std::to_string(vars[1]->UnsafeRef());
 }
 
 // Merges every point whose label starts with "in-step" into the step before it.

@@ -156,28 +156,7 @@ std::pair<std::set<std::string>, ExploreResult> Outcomes(const RandomProgram& pr
   std::set<std::string> seen;
   Explorer e(mode, bound, 1'000'000);
   const ExploreResult result = e.Explore([&](Strategy& st) {
-    Scheduler s(st);
-    std::vector<std::unique_ptr<Shared<int>>> vars;
-    vars.push_back(std::make_unique<Shared<int>>(s, "a", 0));
-    vars.push_back(std::make_unique<Shared<int>>(s, "b", 0));
-    Mutex m(s, "m");
-    std::vector<std::string> reads(prog.size());
-    for (size_t t = 0; t < prog.size(); ++t)
-      s.Spawn("t", [&, t] {
-        for (size_t i = 0; i < prog[t].size(); ++i) {
-          const RandomOp& op = prog[t][i];
-          if (op.locked) m.Lock();
-          Shared<int>& v = *vars[static_cast<size_t>(op.var)];
-          if (op.write) v.Write(static_cast<int>(t * 10 + i + 1));
-          else reads[t] += std::to_string(v.Read()) + ",";
-          if (op.locked) m.Unlock();
-        }
-      });
-    s.Run();
-    std::string out;
-    for (const auto& rd : reads) out += rd + "|";
-    out += std::to_string(vars[0]->UnsafeRef()) + "," + std::to_string(vars[1]->UnsafeRef());
-    seen.insert(out);
+    seen.insert(testing::RunRandomProgram(prog, st));
     return false;
   });
   return {seen, result};
