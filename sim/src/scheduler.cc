@@ -288,6 +288,12 @@ uint64_t Scheduler::Promised() const {
   return current_ == kNoThread || runnable_changed_ ? 0 : strategy_.Promised(step_ + 1, current_);
 }
 
+void Scheduler::Plan(uint64_t max_picks, std::vector<PlannedPicks>& out) const {
+  out.clear();
+  if (current_ == kNoThread) return;
+  strategy_.Plan(step_ + 1, current_, runnable_, runnable_changed_, max_picks, out);
+}
+
 void Scheduler::Advance(Nanos d) {
   RERACE_ASSERT(current_ != kNoThread, "Scheduler::Advance called outside a logical thread");
   clocks_[current_] += d;

@@ -23,6 +23,33 @@ ThreadId RoundRobin::Pick(const Choice& c) {
 
 std::string RoundRobin::Name() const { return fmt::format("round-robin(quantum={})", quantum_); }
 
+namespace {
+
+// Appends one pick to a plan, as a run of the previous thread where it is one.
+void AppendPick(std::vector<PlannedPicks>& out, ThreadId t, uint64_t count = 1) {
+  if (!out.empty() && out.back().thread == t && out.back().count != UINT64_MAX)
+    out.back().count += count;
+  else
+    out.push_back({t, count});
+}
+
+}  // namespace
+
+void Strategy::Plan(uint64_t step, ThreadId t, std::span<const ThreadId> /*runnable*/,
+                    bool runnable_changed, uint64_t /*max_picks*/,
+                    std::vector<PlannedPicks>& out) const {
+  if (runnable_changed) return;
+  if (const uint64_t k = Promised(step, t); k > 0) out.push_back({t, k});
+}
+
+void RandomWalk::Plan(uint64_t /*step*/, ThreadId /*t*/, std::span<const ThreadId> runnable,
+                      bool /*runnable_changed*/, uint64_t max_picks,
+                      std::vector<PlannedPicks>& out) const {
+  if (runnable.empty()) return;
+  Prng rng = rng_;  // Pick draws the same numbers from the same state
+  for (uint64_t i = 0; i < max_picks; ++i) AppendPick(out, runnable[rng.Below(runnable.size())]);
+}
+
 std::string RandomWalk::Name() const { return fmt::format("random(seed={})", seed_); }
 
 Pct::Pct(uint64_t seed, uint32_t depth, uint64_t steps)
@@ -157,6 +184,16 @@ ThreadId ScheduleReplay::Pick(const Choice& /*c*/) {
   const ThreadId t = cursor_.Peek();
   cursor_.Advance();
   return t;
+}
+
+void ScheduleReplay::Plan(uint64_t /*step*/, ThreadId /*t*/, std::span<const ThreadId> runnable,
+                          bool /*runnable_changed*/, uint64_t max_picks,
+                          std::vector<PlannedPicks>& out) const {
+  ScheduleCursor at = cursor_;
+  for (uint64_t i = 0; i < max_picks && !at.Done(); ++i, at.Advance()) {
+    if (!std::binary_search(runnable.begin(), runnable.end(), at.Peek())) return;
+    AppendPick(out, at.Peek());
+  }
 }
 
 std::optional<std::string> ScheduleReplay::AtEnd(uint64_t steps) {

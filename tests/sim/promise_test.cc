@@ -1,6 +1,7 @@
-// tests/sim/promise_test.cc: strategies' promises (Strategy::Promised, what lets the real-code
-// engine's thread pass points without a round trip) are the picks they then make: the
-// explorer's, a saved schedule's replay and PCT's, audited pick by pick.
+// tests/sim/promise_test.cc: strategies' promises and plans (Strategy::Promised and
+// Strategy::Plan, what lets the real-code engine's threads pass points without a round trip)
+// are the picks they then make: the explorer's, a saved schedule's replay, PCT's and the random
+// walk's, audited pick by pick.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -241,6 +242,187 @@ TEST(Pct, PromisedPicksAreThePicksMade) {
     }
   EXPECT_GT(kept, 0u);
   EXPECT_GT(bounded, 0u);  // change points ahead: promises of a known length
+}
+
+// A plan spent as the real-code engine spends it (python_engine.cc, control.py): after each pick
+// that was not planned, the picked thread's turn comes with Scheduler::Plan, cut at the first
+// thread (other than the picked one) that does not wait at a plain point; every plain point
+// while the plan lasts takes its next pick, whichever thread reaches it; a merged point takes
+// none; a lock operation or a thread's end ends the plan.
+class PlanAudit final : public Strategy {
+ public:
+  enum class Op { kPoint, kInStep, kLock };
+  PlanAudit(Strategy& inner, size_t threads) : inner_(inner), at_point_(threads, 1) {}
+  ThreadId Pick(const Choice& c) override {
+    const ThreadId pick = inner_.Pick(c);
+    if (planned_) {
+      broken += pick != expect_;
+      ++kept;
+      switched += pick != c.previous;
+    } else {
+      turn_ = true;  // the picked thread's "g", with a plan, before its next operation
+    }
+    planned_ = false;
+    return pick;
+  }
+  std::optional<std::string> AtEnd(uint64_t steps) override { return inner_.AtEnd(steps); }
+  void OnInStep(uint64_t step, ThreadId t, const SchedulingPoint& p) override {
+    inner_.OnInStep(step, t, p);
+  }
+  uint64_t Promised(uint64_t step, ThreadId t) const override { return inner_.Promised(step, t); }
+  void Plan(uint64_t step, ThreadId t, std::span<const ThreadId> runnable, bool changed,
+            uint64_t max_picks, std::vector<PlannedPicks>& out) const override {
+    inner_.Plan(step, t, runnable, changed, max_picks, out);
+  }
+  std::string Name() const override { return inner_.Name(); }
+  // On thread `me`, before each of its operations.
+  void Before(const Scheduler& s, ThreadId me, Op op) {
+    at_point_[me] = 0;
+    if (turn_) {
+      turn_ = false;
+      s.Plan(64, drawn_);
+      plan_.clear();
+      for (const PlannedPicks& r : drawn_) {
+        if (r.thread != me && !at_point_[r.thread]) {
+          ++cut;
+          break;
+        }
+        plan_.push_back(r);
+      }
+      std::reverse(plan_.begin(), plan_.end());
+    }
+    if (op == Op::kLock) {
+      plan_.clear();
+      return;
+    }
+    if (op == Op::kInStep) return;
+    at_point_[me] = 1;
+    if (plan_.empty()) return;
+    planned_ = true;
+    expect_ = plan_.back().thread;
+    if (--plan_.back().count == 0) plan_.pop_back();
+  }
+  // Thread `me` ends: the pick after it is not planned, and it waits at no point.
+  void End(ThreadId me) {
+    plan_.clear();
+    at_point_[me] = 0;
+  }
+  uint64_t broken = 0;    // planned picks that went to another thread
+  uint64_t kept = 0;      // planned picks made as planned
+  uint64_t switched = 0;  // ...that switched threads
+  uint64_t cut = 0;       // plans cut at a thread inside a lock operation
+
+ private:
+  Strategy& inner_;
+  std::vector<char> at_point_;
+  std::vector<PlannedPicks> drawn_, plan_;  // plan_: the next pick last
+  ThreadId expect_ = kNoThread;
+  bool turn_ = false;
+  bool planned_ = false;
+};
+
+// `threads` threads of `ops` operations each on two variables, some under one lock, some
+// merged into the step before (label "in-step"), as the engine's GIL steps are.
+struct LongOp {
+  int var;
+  bool write, locked, in_step;
+};
+std::vector<std::vector<LongOp>> MakeLongProgram(uint64_t seed, size_t threads, size_t ops) {
+  std::vector<std::vector<LongOp>> prog(threads);
+  uint64_t x = seed * 0x9E3779B97F4A7C15ull + 1;
+  auto next = [&x] {
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    return x * 0x2545F4914F6CDD1Dull;
+  };
+  for (auto& t : prog)
+    for (size_t i = 0; i < ops; ++i)
+      t.push_back({static_cast<int>(next() % 2), next() % 2 == 0, next() % 4 == 0,
+                   i > 0 && next() % 4 == 0});
+  return prog;
+}
+
+// One run of `prog` under `audit` (which wraps the strategy), each operation announced to it.
+RunResult RunAudited(const std::vector<std::vector<LongOp>>& prog, PlanAudit& audit) {
+  MergeInStep m;
+  Scheduler::Options o;
+  o.merge = &m;
+  Scheduler s(audit, o);
+  Shared<int> a(s, "a", 0), b(s, "b", 0);
+  Mutex mu(s, "m");
+  for (size_t t = 0; t < prog.size(); ++t)
+    s.Spawn("t", [&, t] {
+      const auto me = static_cast<ThreadId>(t);
+      for (const LongOp& op : prog[t]) {
+        if (op.locked) {
+          audit.Before(s, me, PlanAudit::Op::kLock);
+          mu.Lock();
+        }
+        audit.Before(s, me, op.in_step ? PlanAudit::Op::kInStep : PlanAudit::Op::kPoint);
+        Shared<int>& v = op.var == 0 ? a : b;
+        const char* label = op.in_step ? "in-step" : "point";
+        if (op.write) v.Write(static_cast<int>(t + 1), label);
+        else (void)v.Read(label);
+        if (op.locked) {
+          audit.Before(s, me, PlanAudit::Op::kLock);
+          mu.Unlock();
+        }
+      }
+      audit.End(me);
+    });
+  return s.Run();
+}
+
+// Every strategy's plan, spent as the engine spends it, is the picks then made: random walks,
+// the explorer's runs (naive and DPOR, bounded and not, with sleep sets), saved schedules
+// replayed and PCT's, on random programs with locks and merged steps. The plans switch threads
+// (the engine's round trips depend on it) and are cut at threads inside a lock operation.
+TEST(Plan, PlannedPicksAreThePicksMade) {
+  uint64_t kept = 0, switched = 0, cut = 0, explored = 0, replayed = 0;
+  for (uint64_t seed = 1; seed <= 40; ++seed) {
+    SCOPED_TRACE(::testing::Message() << "seed " << seed);
+    const auto prog = MakeLongProgram(seed, 2 + seed % 3, 3 + seed % 4);
+    std::vector<Schedule> schedules;
+    auto audited = [&](Strategy& st) {
+      PlanAudit audit(st, prog.size());
+      const RunResult r = RunAudited(prog, audit);
+      EXPECT_EQ(audit.broken, 0u) << st.Name();
+      kept += audit.kept;
+      switched += audit.switched;
+      cut += audit.cut;
+      return r;
+    };
+    for (uint64_t walk = 0; walk < 5; ++walk) {
+      RandomWalk w(seed * 10 + walk);
+      schedules.push_back(audited(w).schedule);
+      Pct pct(seed * 10 + walk, 3, 20);
+      schedules.push_back(audited(pct).schedule);
+    }
+    if (prog.size() <= 3)
+      for (auto mode : {Explorer::Mode::kNaive, Explorer::Mode::kDpor})
+        for (uint32_t bound : {1u, 100u}) {
+          if (mode == Explorer::Mode::kNaive && bound > 1) continue;
+          const uint64_t before = kept;
+          Explorer e(mode, bound, 2000);
+          (void)e.Explore([&](Strategy& st) {
+            schedules.push_back(audited(st).schedule);
+            return false;
+          });
+          explored += kept - before;
+        }
+    for (const Schedule& sched : schedules) {
+      const uint64_t before = kept;
+      ScheduleReplay again(sched);
+      EXPECT_FALSE(audited(again).failed());
+      replayed += kept - before;
+    }
+  }
+  EXPECT_GT(kept, 0u);
+  EXPECT_GT(switched, 0u);
+  EXPECT_GT(cut, 0u);
+  EXPECT_GT(explored, 0u);
+  EXPECT_GT(replayed, 0u);
 }
 
 }  // namespace

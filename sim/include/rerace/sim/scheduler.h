@@ -189,6 +189,12 @@ struct Choice {
   std::span<const SchedulingPoint> pending;  // the point each thread waits at, per thread id
 };
 
+// A run of picks a strategy has planned (Strategy::Plan): `thread`, `count` times in a row.
+struct PlannedPicks {
+  ThreadId thread;
+  uint64_t count;
+};
+
 // Steps of several accesses: a policy that says which points a thread performs without giving
 // the scheduler a choice (an interpreter that cannot switch threads between them, such as
 // CPython under the GIL between two eval-breaker checks). A merged point is still an access:
@@ -255,6 +261,10 @@ class Scheduler {
   // each is a plain point (Strategy::Promised); 0 outside a thread, and 0 when a thread has
   // been made runnable or blocked since the last pick (the strategy did not see that set).
   uint64_t Promised() const;
+  // The strategy's next picks after the current step, as long as nothing but plain points
+  // happen (Strategy::Plan): `out` cleared, then filled; empty outside a thread. At most
+  // `max_picks` drawn picks.
+  void Plan(uint64_t max_picks, std::vector<PlannedPicks>& out) const;
   Nanos Now() const;  // the current thread's clock
 
   // The scheduler running on this OS thread, or nullptr outside Run().

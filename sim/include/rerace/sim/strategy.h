@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -50,6 +51,19 @@ class Strategy {
   // point. Must never overstate: each of those picks, when made, is `t`. A strategy that wraps
   // another and returns its picks unchanged may pass it on.
   virtual uint64_t Promised(uint64_t /*step*/, ThreadId /*t*/) const { return 0; }
+  // The picks this strategy will make from step `step` on, `t` having taken the step before,
+  // as long as the runnable set stays `runnable` and every step is a plain point (no lock, no
+  // wake, no end, no clock that a pick reads changed): appended to `out` as runs of one thread,
+  // at most `max_picks` drawn picks (a run may say UINT64_MAX: t's picks with no end, from
+  // Promised). Changes nothing: the picks are made later by Pick, and must be these. The
+  // real-code engine lets the Python threads switch among themselves by this plan without a
+  // round trip (Scheduler::Plan) and checks each pick when it is made. `runnable_changed`:
+  // a thread was made runnable or blocked since the last pick. The default is Promised's
+  // promise (none when runnable_changed). A strategy that wraps another and returns its
+  // picks unchanged may pass it on.
+  virtual void Plan(uint64_t step, ThreadId t, std::span<const ThreadId> runnable,
+                    bool runnable_changed, uint64_t max_picks,
+                    std::vector<PlannedPicks>& out) const;
   virtual std::string Name() const = 0;
 };
 
@@ -68,6 +82,9 @@ class RandomWalk final : public Strategy {
  public:
   explicit RandomWalk(uint64_t seed) : rng_(seed), seed_(seed) {}
   ThreadId Pick(const Choice& c) override { return c.runnable[rng_.Below(c.runnable.size())]; }
+  // The next picks drawn from a copy of the stream: they depend on nothing but the runnable set.
+  void Plan(uint64_t step, ThreadId t, std::span<const ThreadId> runnable, bool runnable_changed,
+            uint64_t max_picks, std::vector<PlannedPicks>& out) const override;
   std::string Name() const override;
 
  private:
@@ -156,6 +173,9 @@ class ScheduleReplay final : public Strategy {
   uint64_t Promised(uint64_t /*step*/, ThreadId t) const override {
     return !cursor_.Done() && cursor_.Peek() == t ? cursor_.SameAhead() : 0;
   }
+  // The schedule's next entries, up to the first that cannot run (the divergence Pick reports).
+  void Plan(uint64_t step, ThreadId t, std::span<const ThreadId> runnable, bool runnable_changed,
+            uint64_t max_picks, std::vector<PlannedPicks>& out) const override;
   std::string Name() const override { return "replay"; }
 
  private:

@@ -38,6 +38,11 @@ class StepLog final : public sim::Strategy {
   uint64_t Promised(uint64_t step, sim::ThreadId t) const override {
     return inner_.Promised(step, t);
   }
+  void Plan(uint64_t step, sim::ThreadId t, std::span<const sim::ThreadId> runnable,
+            bool runnable_changed, uint64_t max_picks,
+            std::vector<sim::PlannedPicks>& out) const override {
+    inner_.Plan(step, t, runnable, runnable_changed, max_picks, out);
+  }
   void OnInStep(uint64_t step, sim::ThreadId t, const sim::SchedulingPoint& p) override {
     inner_.OnInStep(step, t, p);
   }
