@@ -40,8 +40,13 @@ PythonWorld::PythonWorld(sim::Scheduler& s, const Program& p, PythonProcess& py,
   // RERACE_ENGINE_CREDIT=0: every point waits for its "g", as before credits (to compare).
   const char* credit = std::getenv("RERACE_ENGINE_CREDIT");
   credits_ = credit == nullptr || std::string(credit) != "0";
+  at_point_.assign(p_.threads.size(), 1);
   py_.Send("run");
 }
+
+// How many picks a "g" plans at most (Scheduler::Plan): a run's points between two lock
+// operations or thread ends are usually fewer.
+constexpr uint64_t kPlanPicks = 128;
 
 const char* InternedLabel(const std::string& text) {
   static std::mutex m;
@@ -77,12 +82,53 @@ sim::CondVar& PythonWorld::CondNamed(const std::string& name) {
   return *c;
 }
 
-// Thread t's turn. With it, how many of its next points it may pass without waiting for a
-// "g" (the strategy's picks already known to be t): it posts them, and each is taken here as
-// the scheduler's step at once (RunThread, "p"). Any other operation of t waits as before.
+// Thread t's turn, and with it the plan: the picks of the next points as the strategy will
+// make them while nothing but plain points happen ("tid:count" runs, comma-separated), cut at
+// the first thread (other than t) that is not waiting at a plain point. The Python threads
+// post those points and switch among themselves by it; RunThread takes each as the
+// scheduler's step at once. Any other operation waits for its "g" as before.
 void PythonWorld::Go(uint32_t t, int value) {
-  credit_ = credits_ ? s_.Promised() : 0;
-  py_.Send(fmt::format("g\t{}\t{}\t{}\t{}", t, s_.step(), value, credit_));
+  plan_.clear();
+  plan_at_ = 0;
+  line_.clear();
+  fmt::format_to(std::back_inserter(line_), "g\t{}\t{}\t{}\t", t, s_.step(), value);
+  if (credits_) {
+    s_.Plan(kPlanPicks, drawn_);
+    for (const sim::PlannedPicks& run : drawn_) {
+      if (run.thread != t && (run.thread >= at_point_.size() || !at_point_[run.thread])) break;
+      fmt::format_to(std::back_inserter(line_), "{}{}:{}", plan_.empty() ? "" : ",", run.thread,
+                     run.count);
+      plan_.push_back(run);
+    }
+  }
+  py_.Send(line_);
+}
+
+void PythonWorld::Waited(uint32_t t, int value) {
+  if (resumed_by_plan_)
+    throw EngineError(fmt::format("python engine: internal: a planned pick resumed thread {} in "
+                                  "a lock operation at step {}",
+                                  t, s_.step()));
+  Go(t, value);
+}
+
+bool PythonWorld::TakePlanned(uint32_t& who) {
+  if (plan_at_ >= plan_.size()) return false;
+  sim::PlannedPicks& run = plan_[plan_at_];
+  who = run.thread;
+  if (--run.count == 0) ++plan_at_;
+  return true;
+}
+
+void PythonWorld::Resumed(uint32_t t) {
+  if (!resumed_by_plan_) {
+    Go(t);
+    return;
+  }
+  if (planned_pick_ != t)
+    throw EngineError(fmt::format("python engine: internal: the plan sent to the Python threads "
+                                  "picked thread {} at step {}, the scheduler picked thread {}",
+                                  planned_pick_, s_.step(), t));
 }
 
 void PythonWorld::AddFinding(uint32_t t, const std::string& text) {
@@ -186,7 +232,8 @@ void PythonWorld::ReportReach(ReplayResult& r) {
 
 void PythonWorld::RunThread(uint32_t t) {
   try {
-    Go(t);
+    at_point_[t] = 0;
+    Resumed(t);
     for (;;) {
       const std::string line = py_.Read();
       const std::vector<std::string> f = SplitTabs(line);
@@ -195,14 +242,24 @@ void PythonWorld::RunThread(uint32_t t) {
         if (f.size() < n)
           throw EngineError(fmt::format("python engine: short message {:?} from thread {}", line, t));
       };
+      if (op != "p" && op != "m" && op != "v" && op != "f" && op != "r") {
+        // A message the controller answers, or the thread's end: the plan ends (the Python
+        // side reads a "g" for it), and the pick that resumes a thread now is not planned.
+        plan_.clear();
+        plan_at_ = 0;
+        resumed_by_plan_ = false;
+      }
       if (op == "p") {
         need(4);
-        // Decided before the point: a promised point never switches, but one that waits may,
-        // and the thread that runs meanwhile sets credit_ anew with its own "g".
-        const bool waits = credit_ == 0;
-        if (!waits) --credit_;  // t did not wait: the strategy had picked it already
+        // Planned or not is decided before the point; the thread the pick resumes (t or
+        // another fiber, back from its own point) reads resumed_by_plan_.
+        uint32_t pick = 0;
+        resumed_by_plan_ = TakePlanned(pick);
+        planned_pick_ = pick;
+        at_point_[t] = 1;
         s_.Point({AccessOf(f[1]), Object(f[2]), Label(f[3])});
-        if (waits) Go(t);
+        at_point_[t] = 0;
+        Resumed(t);
       } else if (op == "m") {
         need(4);
         steps_.merging = true;
@@ -211,24 +268,24 @@ void PythonWorld::RunThread(uint32_t t) {
       } else if (op == "a") {
         need(3);
         MutexNamed(f[1]).Lock(Label(f[2]));
-        Go(t);
+        Waited(t);
       } else if (op == "t") {
         need(3);
         const bool ok = MutexNamed(f[1]).TryLock(Label(f[2]));
-        Go(t, ok ? 1 : 0);
+        Waited(t, ok ? 1 : 0);
       } else if (op == "u") {
         need(3);
         MutexNamed(f[1]).Unlock(Label(f[2]));
-        Go(t);
+        Waited(t);
       } else if (op == "w") {
         need(4);
         CondNamed(f[1]).Wait(MutexNamed(f[2]), Label(f[3]));
-        Go(t);
+        Waited(t);
       } else if (op == "n") {
         need(4);
         if (f[2] == "1") CondNamed(f[1]).NotifyAll(Label(f[3]));
         else CondNamed(f[1]).NotifyOne(Label(f[3]));
-        Go(t);
+        Waited(t);
       } else if (op == "v") {
         need(2);
         s_.Advance(ToU64(f[1], "time"));

@@ -183,10 +183,24 @@ class PythonWorld {
   std::map<size_t, uint32_t> reach_entered_;   // replacement index -> calls that entered it
   std::map<size_t, std::string> reach_bypass_;  // replacement index -> the first bypass seen
   std::map<size_t, std::string> reach_hidden_;  // replacement index -> a class that hides it
-  // Points the running thread may still pass without a round trip: the strategy's promise
-  // (Scheduler::Promised), sent with its last "g"; the Python side counts the same points.
-  uint64_t credit_ = 0;
-  bool credits_ = true;  // off with RERACE_ENGINE_CREDIT=0
+  // The picks of the next points that the Python threads make among themselves, without a
+  // round trip: the strategy's plan (Scheduler::Plan) sent with the last "g", cut at the first
+  // thread that is not waiting at a plain point (one inside a lock operation needs its "g").
+  // Each "p" takes the next pick; the thread it resumes checks that the scheduler picked it.
+  bool TakePlanned(uint32_t& who);
+  // Fiber `t` runs again (its point or its start was picked): a "g" unless the pick was
+  // planned, in which case the Python side has switched to t itself.
+  void Resumed(uint32_t t);
+  // Fiber `t` is back from a lock operation: its "g", with the operation's value.
+  void Waited(uint32_t t, int value = 0);
+  std::vector<sim::PlannedPicks> plan_;
+  size_t plan_at_ = 0;
+  std::vector<sim::PlannedPicks> drawn_;  // Scheduler::Plan's, before the cut (reused)
+  std::vector<char> at_point_;            // by thread: waits at a plain point, or not started
+  bool resumed_by_plan_ = false;          // the last pick was a planned one...
+  uint32_t planned_pick_ = 0;             // ...of this thread
+  std::string line_;                      // the "g" being written (reused)
+  bool credits_ = true;  // off with RERACE_ENGINE_CREDIT=0: every point waits for its "g"
   std::string error_;  // an engine error seen inside a fiber
   int error_code_ = kExitInternal;  // and its exit code
 };

@@ -21,6 +21,7 @@
 #include "rerace/replay/model/program.h"
 #include "rerace/replay/engine/replay.h"
 #include "rerace/replay/report/report.h"
+#include "rerace/replay/search/shrink.h"
 #include "rerace/sim/explore.h"
 #include "rerace/sim/strategy.h"
 #include "../samples.h"
@@ -151,11 +152,13 @@ TEST(EngineThreadsIdentity, IdentityCallsAreTheSameHandOverPlaces) {
   }
 }
 
-// A thread passes the points its strategy has already given it without a round trip (a credit
-// sent with its turn: python_engine.cc, control.py), and counts their steps itself: the same
-// reports and schedules as when every point waits for its turn (RERACE_ENGINE_CREDIT=0), for
-// a systematic search's runs (a fixed prefix, then no preemption), PCT's runs (until a change
-// point) and saved schedules replayed, failing and not, greenlets and OS threads, both modes.
+// The Python threads pass the points their strategy has already picked without a round trip,
+// switching among themselves by the plan sent with a turn (python_engine.cc, control.py), and
+// count their steps themselves: the same reports and schedules as when every point waits for
+// its turn (RERACE_ENGINE_CREDIT=0), for a systematic search's runs (a fixed prefix, then no
+// preemption), random walks (every pick planned until a lock operation or a thread's end),
+// PCT's runs (until a change point), saved schedules replayed and shrinking's runs, failing
+// and not, greenlets and OS threads, both modes.
 TEST(EngineCredit, PromisedPointsGiveTheReportsOfPointsThatWait) {
   if (const std::string skip = GreenletsSkip(); !skip.empty()) GTEST_SKIP() << skip;
   const Program p = testing::LoadSample("triton-none-h200.rrt");
@@ -176,7 +179,13 @@ TEST(EngineCredit, PromisedPointsGiveTheReportsOfPointsThatWait) {
     });
     for (uint64_t seed = 1; seed <= 2; ++seed) {
       sim::RandomWalk w(seed);
-      schedules.push_back(rep.Run(w).run.schedule);
+      const ReplayResult walk = rep.Run(w);
+      text += FormatReport(walk, p, "") + walk.run.schedule.Encode() + "\n";
+      schedules.push_back(walk.run.schedule);
+      if (!walk.findings.empty()) {
+        const Shrunk s = ShrinkTo(rep, walk, walk.findings.front());
+        text += FormatReport(s.result, p, "") + s.result.run.schedule.Encode() + "\n";
+      }
       sim::Pct pct(seed, 3, 150);  // promises until its next change point
       const ReplayResult r = rep.Run(pct);
       text += FormatReport(r, p, "") + r.run.schedule.Encode() + "\n";

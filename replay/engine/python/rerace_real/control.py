@@ -4,20 +4,24 @@ One ``Run`` exists per replay run, in the forked child (``child.py``). Each logi
 real Python thread holding a ``Turn`` (a raw ``_thread`` lock used as a baton). A thread that
 reaches a point writes one message to the controller and then reads the controller's next
 command itself (only one thread runs, so only one thread reads): ``g <tid> <step> <value>
-<credit>`` hands the turn to ``tid`` (releasing its baton and blocking on its own), ``e`` ends
-the run (the child exits at once: the C++ side has what it needs). ``credit`` is how many of
-``tid``'s next points the strategy has already given it (``Strategy::Promised``: a systematic
-search's fixed prefix, and no preemption after it; a saved schedule's next entries; PCT's
-highest-priority thread until its next change point): each of
-those ``p`` is posted, not sent, and counts as one step without waiting for a command; both
-sides count the same points, and any other message that waits ends the credit.
+<plan>`` hands the turn to ``tid`` (releasing its baton and blocking on its own), ``e`` ends
+the run (the child exits at once: the C++ side has what it needs). ``plan`` is the picks of the
+next points that the strategy has already made (``Strategy::Plan``: a random walk's next draws,
+a systematic search's fixed prefix and no preemption after it, a saved schedule's next entries,
+PCT's highest-priority thread until its next change point), as ``tid:count`` runs separated by
+commas, or empty: each of those ``p`` is posted, not sent, counts as one step, and hands the
+turn to the planned thread directly (or keeps it) without waiting for a command. Both sides
+take the same picks (the C++ side checks each when the scheduler makes it), and any other
+message that waits ends the plan. The controller plans only threads that wait at a point (or
+have not started), never one inside a lock operation: that one needs its command's value.
 
 Messages the controller does not answer (``m``, ``v``, ``f``, ``r``) are kept (``Run.post``) and
 written with the next message it answers (or ``x``, after which the finished thread reads the
 next command), in order, in one write (``Run.send``).
-Only the thread holding the turn posts, and it sends before it gives the turn away, so nothing
-is pending at a hand-over; ``!`` and the child's other ways out write what is pending first
-(``Run.flush``), so the controller sees every message in the order it was made.
+Only the thread holding the turn posts; posted messages stay pending across a planned hand-over
+(one list, in the order they were made) and go with the next message sent; ``!`` and the
+child's other ways out write what is pending first (``Run.flush``), so the controller sees
+every message in the order it was made.
 
 Messages to the controller (tab-separated):
     p  <access r|w|y> <object> <label>     a point: the access is made when picked
@@ -141,10 +145,14 @@ class Run:
         self.rules = rules
         self.threads = []
         self.step = 0
-        # Points the running thread may pass without waiting: the strategy's picks that the
-        # controller already knows to be this thread (the "g" that gave it the turn says how
-        # many; python_engine.cc counts the same points). Each is posted, and is one step.
-        self.credit = 0
+        # The picks of the next points, already made by the strategy (the "g" that gave the
+        # turn sent them; python_engine.cc takes the same): the "tid:count" runs not begun yet,
+        # the next last, read when begun (a plan is often cut short by a lock or a thread's
+        # end); plan_tid is the run begun, with plan_left picks left in it. Each point posts
+        # its access, is one step, and runs the planned thread.
+        self.plan = []
+        self.plan_tid = 0
+        self.plan_left = 0
         self.buf = b""
         self.out = []          # framed lines posted, not yet written (post, flush)
         self.last_write = {}   # object -> (thread, step): for rerace's words in findings
@@ -213,8 +221,27 @@ class Run:
         ts = self.threads[int(parts[1])]
         self.step = int(parts[2])
         ts.value = int(parts[3]) if len(parts) > 3 else 0
-        self.credit = int(parts[4]) if len(parts) > 4 else 0
+        self.plan_left = 0
+        if len(parts) > 4 and parts[4]:
+            plan = self.plan = parts[4].split(",")
+            plan.reverse()
+        else:
+            self.plan = []
         return ts
+
+    def _next_planned(self):
+        """Begins the plan's next run (there is one): its thread, with its count."""
+        run = self.plan.pop()
+        tid, _, count = run.partition(":")
+        try:
+            tid, count = int(tid), int(count)
+        except ValueError:
+            tid = count = -1
+        if not 0 <= tid < len(self.threads) or count <= 0:
+            self.send("!", "a plan the child cannot follow from the controller: %r" % run)
+            os._exit(4)
+        self.plan_tid = tid
+        self.plan_left = count
 
     def wait_turn(self, me):
         """After a message that the controller answers: read commands until it is `me`'s turn."""
@@ -254,11 +281,24 @@ class Run:
                 self.last_write[obj] = (ts.tid, self.step, True)
             return
         ts.new_step()
-        if self.credit:
+        if self.plan_left or self.plan:
             # Already picked by the strategy: one step on, no round trip.
-            self.credit -= 1
+            if not self.plan_left:
+                self._next_planned()
+            self.plan_left -= 1
+            nxt = self.threads[self.plan_tid]
             self.step += 1
             self.post("p", kind, obj, label)
+            if nxt is not ts:
+                # The planned thread waits at a point (or has not started): it goes on from
+                # there, and this one when a command or a plan picks it again.
+                nxt.value = 0
+                if GREENLET is not None:
+                    _local.ts = nxt
+                    nxt.glet.switch()
+                else:
+                    nxt.baton.release()
+                    ts.baton.acquire()
         else:
             self.send("p", kind, obj, label)
             self.wait_turn(ts)
