@@ -31,6 +31,19 @@ using rerace::testing::Source;
 using rerace::testing::report::Count;
 using rerace::testing::report::TempDir;
 
+// The Python of environment `venv` under RERACE_PY_ROOT (tools/scripts/python-envs.sh makes
+// them), or "" when this build has none: the real-code cases skip then (Missing says why).
+std::string EnvPython(const std::string& venv) {
+  const std::string root = RERACE_PY_ROOT;
+  const std::string python = root + "/" + venv + "/bin/python";
+  return !root.empty() && access(python.c_str(), X_OK) == 0 ? python : std::string();
+}
+
+std::string Missing(const std::string& venv) {
+  return std::string(RERACE_PY_ROOT) + "/" + venv +
+         "/bin/python is missing (tools/scripts/python-envs.sh)";
+}
+
 // Issue 28: --engine auto says which engine runs and why, in one line: the model for a tuner
 // the real code does not run (rerace's native tuner), for a fix it has no patch for, and when
 // the Python given imports no Triton; the real code when build/py's CPython 3.12 imports the
@@ -70,10 +83,8 @@ TEST(ReportEngine, AutoSaysWhichEngineAndWhy) {
                             "Python here imports it (/bin/false (no triton))"))
       << none.out;
   EXPECT_TRUE(Has(none.out, "(model triton, fix none")) << none.out;
-  const std::string root = RERACE_PY_ROOT;
-  const std::string python = root + "/venv312/bin/python";
-  if (root.empty() || access(python.c_str(), X_OK) != 0)
-    GTEST_SKIP() << python << " is missing (tools/scripts/python-envs.sh)";
+  const std::string python = EnvPython("venv312");
+  if (python.empty()) GTEST_SKIP() << Missing("venv312");
   const CliRun real = Rerace("replay " + triton + " --engine auto --python-exe " + python + " --seed 3");
   EXPECT_EQ(real.code, 1) << real.out;
   EXPECT_TRUE(Has(real.out, "engine: python (--engine auto: the recording came from Python with "
@@ -103,9 +114,7 @@ TEST(ReportEngine, TheDefaultIsAutoPerTraceAndHintsNameTheEngine) {
                                "chose the model: the recording's tuner is modelled by 'native'"))
       << patched.out;
   EXPECT_EQ(Lines(patched.out).size(), 1u) << patched.out;
-  const std::string root = RERACE_PY_ROOT;
-  if (root.empty() || access((root + "/venv312/bin/python").c_str(), X_OK) != 0)
-    GTEST_SKIP() << root << "/venv312/bin/python is missing (tools/scripts/python-envs.sh)";
+  if (EnvPython("venv312").empty()) GTEST_SKIP() << Missing("venv312");
   const std::string triton = SampleTrace("triton-none-h200.rrt");
   const CliRun dflt = Rerace("replay " + triton + " --seed 3");
   EXPECT_EQ(dflt.out, Rerace("replay " + triton + " --engine auto --seed 3").out);
@@ -124,10 +133,8 @@ TEST(ReportEngine, TheDefaultIsAutoPerTraceAndHintsNameTheEngine) {
 // one job's report, byte for byte: text, JSON with races, and every schedule file. Small runs
 // and one failure kind, so that shrinking stays short.
 TEST(ReportFuzz, EngineJobsGiveOneJobsReportsAndScheduleFiles) {
-  const std::string root = RERACE_PY_ROOT;
-  const std::string python = root + "/venv312/bin/python";
-  if (root.empty() || access(python.c_str(), X_OK) != 0)
-    GTEST_SKIP() << python << " is missing (tools/scripts/python-envs.sh)";
+  const std::string python = EnvPython("venv312");
+  if (python.empty()) GTEST_SKIP() << Missing("venv312");
   const std::string t = SampleTrace("triton-none-h200.rrt");
   std::string text[2], json[2], sched[2];
   const int jobs[2] = {1, 3};
@@ -162,10 +169,8 @@ TEST(ReportFuzz, EngineJobsGiveOneJobsReportsAndScheduleFiles) {
 // same N gives the same report byte for byte (text and JSON); a fix that holds on one engine holds,
 // exhausted, on three; a failing check gives the same report each time too.
 TEST(ReportCheck, EngineJobsSearchOnManyEnginesDeterministically) {
-  const std::string root = RERACE_PY_ROOT;
-  const std::string python = root + "/venv312/bin/python";
-  if (root.empty() || access(python.c_str(), X_OK) != 0)
-    GTEST_SKIP() << python << " is missing (tools/scripts/python-envs.sh)";
+  const std::string python = EnvPython("venv312");
+  if (python.empty()) GTEST_SKIP() << Missing("venv312");
   const std::string t = SampleTrace("triton-none-h200.rrt");
   const std::string engine = " --engine python --python-exe " + python + " --python gil --bound 1";
   const std::string holds = "check " + t + engine + " --fix lock-run --jobs ";
@@ -189,10 +194,8 @@ TEST(ReportCheck, EngineJobsSearchOnManyEnginesDeterministically) {
 // four or more with the one that reports its set-up), and --jobs N adds N-1 for the search. Counted by a --python-exe that notes each
 // engine it starts.
 TEST(ReportCheck, OneEngineForEveryPhaseOfACheck) {
-  const std::string root = RERACE_PY_ROOT;
-  const std::string python = root + "/venv312/bin/python";
-  if (root.empty() || access(python.c_str(), X_OK) != 0)
-    GTEST_SKIP() << python << " is missing (tools/scripts/python-envs.sh)";
+  const std::string python = EnvPython("venv312");
+  if (python.empty()) GTEST_SKIP() << Missing("venv312");
   const std::string dir = TempDir("one-engine");
   const std::string log = dir + "/starts";
   const std::string exe = dir + "/python";
@@ -232,10 +235,8 @@ TEST(ReportCheck, OneEngineForEveryPhaseOfACheck) {
 // Issue 28: races merged from the real code's shards are the races of one run of the same seeds
 // (each shard's labels are its own process's; the merge keys them by text, not by address).
 TEST(ReportMerge, EngineShardsMergeToOneRunsRaces) {
-  const std::string root = RERACE_PY_ROOT;
-  const std::string python = root + "/venv/bin/python";
-  if (root.empty() || access(python.c_str(), X_OK) != 0)
-    GTEST_SKIP() << python << " is missing (tools/scripts/python-envs.sh)";
+  const std::string python = EnvPython("venv");
+  if (python.empty()) GTEST_SKIP() << Missing("venv");
   const std::string dir = TempDir("merge-engine");
   const std::string run = "fuzz --engine python --python-exe " + python + " " +
                           SampleTrace("synth-h200-shape.rrt") + " --races --json";
@@ -262,10 +263,8 @@ TEST(ReportMerge, EngineShardsMergeToOneRunsRaces) {
 // the same file (a comment) is refused with the way to replay it anyway, and
 // --allow-changed-patch replays it, saying so. Another file by name is refused either way.
 TEST(ReportEngine, AChangedPatchIsRefusedUnlessAllowedAndThenSaid) {
-  const std::string root = RERACE_PY_ROOT;
-  const std::string python = root + "/venv312/bin/python";
-  if (root.empty() || access(python.c_str(), X_OK) != 0)
-    GTEST_SKIP() << python << " is missing (tools/scripts/python-envs.sh)";
+  const std::string python = EnvPython("venv312");
+  if (python.empty()) GTEST_SKIP() << Missing("venv312");
   const std::string dir = TempDir("changed-patch");
   const std::string patch = dir + "/my_lock.py", sched = dir + "/s.sched";
   std::filesystem::copy_file(Source("replay/engine/python/rerace_real/fixes/lock_run.py"), patch,
@@ -324,9 +323,8 @@ double JsonNumber(const std::string& json, const std::string& key) {
 // the cost says it is the declaration that was priced; without it, the patch is not priced and
 // the reason names the flag. A rerace fix copied as the user's own file is the test's patch.
 TEST(ReportEngine, APatchIsPricedAsTheFixItIsDeclaredToImplement) {
-  const std::string python = std::string(RERACE_PY_ROOT) + "/venv/bin/python";
-  if (std::string(RERACE_PY_ROOT).empty() || access(python.c_str(), X_OK) != 0)
-    GTEST_SKIP() << python << " is missing (tools/scripts/python-envs.sh)";
+  const std::string python = EnvPython("venv");
+  if (python.empty()) GTEST_SKIP() << Missing("venv");
   const std::string dir = TempDir("price-as");
   std::filesystem::copy_file(Source("replay/engine/python/rerace_real/fixes/lock_run.py"),
                              dir + "/my_lock.py");
