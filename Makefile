@@ -75,7 +75,7 @@ test-sanitize: build-asan
 # test through a TSan rerace).
 # Left out here: long single-threaded searches (140 s under TSan for the bounded-DPOR one); the
 # plain, ASan and UBSan runs of make test and test-sanitize run them.
-TSAN_SIM_SLOW = Explore.DporReachesEveryOutcomeTheNaiveSearchReaches:ExploreWorkers.OneWorkerIsTheOneWorkerSearchRunForRun:Explore.BoundedDporCountsTheRacesTheBoundCutAndWithoutCutsReachesEveryOutcome:Strategies.SurwSamplesInterleavingsUniformly:ClassicBugs.PctFindsEachBugAtLeastAsOftenAsItsBound
+TSAN_SIM_SLOW = Explore.DporReachesEveryOutcomeTheNaiveSearchReaches:ExploreWorkers.OneWorkerIsTheOneWorkerSearchRunForRun:Explore.BoundedDporCountsTheRacesTheBoundCutAndWithoutCutsReachesEveryOutcome:Strategies.SurwSamplesInterleavingsUniformly:ClassicBugs.PctFindsEachBugAtLeastAsOftenAsItsBound:Plan.PlannedPicksAreThePicksMade
 build-tsan: deps
 	cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS=-O1 \
 	  -DRERACE_WERROR=$(WERROR) -DRERACE_CUDA=OFF -DRERACE_BENCH=OFF \

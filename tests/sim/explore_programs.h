@@ -21,7 +21,8 @@ struct RandomOp {
 };
 using RandomProgram = std::vector<std::vector<RandomOp>>;
 
-inline RandomProgram MakeRandomProgram(uint64_t seed, int threads, bool locks) {
+// `threads` threads of `ops` operations each (2: the explorer's tests' programs).
+inline RandomProgram MakeRandomProgram(uint64_t seed, int threads, bool locks, int ops_each = 2) {
   RandomProgram prog(static_cast<size_t>(threads));
   uint64_t x = seed * 0x9E3779B97F4A7C15ull;
   auto next = [&x] {
@@ -31,7 +32,7 @@ inline RandomProgram MakeRandomProgram(uint64_t seed, int threads, bool locks) {
     return x * 0x2545F4914F6CDD1Dull;
   };
   for (auto& ops : prog)
-    for (int i = 0; i < 2; ++i)
+    for (int i = 0; i < ops_each; ++i)
       ops.push_back({static_cast<int>(next() % 2), next() % 2 == 0, locks && next() % 2 == 0});
   return prog;
 }

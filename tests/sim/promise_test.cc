@@ -321,30 +321,9 @@ class PlanAudit final : public Strategy {
   bool planned_ = false;
 };
 
-// `threads` threads of `ops` operations each on two variables, some under one lock, some
-// merged into the step before (label "in-step"), as the engine's GIL steps are.
-struct LongOp {
-  int var;
-  bool write, locked, in_step;
-};
-std::vector<std::vector<LongOp>> MakeLongProgram(uint64_t seed, size_t threads, size_t ops) {
-  std::vector<std::vector<LongOp>> prog(threads);
-  uint64_t x = seed * 0x9E3779B97F4A7C15ull + 1;
-  auto next = [&x] {
-    x ^= x >> 12;
-    x ^= x << 25;
-    x ^= x >> 27;
-    return x * 0x2545F4914F6CDD1Dull;
-  };
-  for (auto& t : prog)
-    for (size_t i = 0; i < ops; ++i)
-      t.push_back({static_cast<int>(next() % 2), next() % 2 == 0, next() % 4 == 0,
-                   i > 0 && next() % 4 == 0});
-  return prog;
-}
-
 // One run of `prog` under `audit` (which wraps the strategy), each operation announced to it.
-RunResult RunAudited(const std::vector<std::vector<LongOp>>& prog, PlanAudit& audit) {
+// Some points are merged into the step before (label "in-step"), as the engine's GIL steps are.
+RunResult RunAudited(const RandomProgram& prog, uint64_t seed, PlanAudit& audit) {
   MergeInStep m;
   Scheduler::Options o;
   o.merge = &m;
@@ -354,14 +333,16 @@ RunResult RunAudited(const std::vector<std::vector<LongOp>>& prog, PlanAudit& au
   for (size_t t = 0; t < prog.size(); ++t)
     s.Spawn("t", [&, t] {
       const auto me = static_cast<ThreadId>(t);
-      for (const LongOp& op : prog[t]) {
+      for (size_t i = 0; i < prog[t].size(); ++i) {
+        const RandomOp& op = prog[t][i];
+        const bool in_step = i > 0 && (seed + t + i) % 4 == 0;
         if (op.locked) {
           audit.Before(s, me, PlanAudit::Op::kLock);
           mu.Lock();
         }
-        audit.Before(s, me, op.in_step ? PlanAudit::Op::kInStep : PlanAudit::Op::kPoint);
+        audit.Before(s, me, in_step ? PlanAudit::Op::kInStep : PlanAudit::Op::kPoint);
         Shared<int>& v = op.var == 0 ? a : b;
-        const char* label = op.in_step ? "in-step" : "point";
+        const char* label = in_step ? "in-step" : "point";
         if (op.write) v.Write(static_cast<int>(t + 1), label);
         else (void)v.Read(label);
         if (op.locked) {
@@ -382,11 +363,12 @@ TEST(Plan, PlannedPicksAreThePicksMade) {
   uint64_t kept = 0, switched = 0, cut = 0, explored = 0, replayed = 0;
   for (uint64_t seed = 1; seed <= 40; ++seed) {
     SCOPED_TRACE(::testing::Message() << "seed " << seed);
-    const auto prog = MakeLongProgram(seed, 2 + seed % 3, 3 + seed % 4);
+    const RandomProgram prog =
+        MakeRandomProgram(seed, static_cast<int>(2 + seed % 3), true, static_cast<int>(3 + seed % 4));
     std::vector<Schedule> schedules;
     auto audited = [&](Strategy& st) {
       PlanAudit audit(st, prog.size());
-      const RunResult r = RunAudited(prog, audit);
+      const RunResult r = RunAudited(prog, seed, audit);
       EXPECT_EQ(audit.broken, 0u) << st.Name();
       kept += audit.kept;
       switched += audit.switched;
