@@ -135,16 +135,8 @@ class Follow final : public Strategy {
   // reports), then, past the prefix, the thread that took the step before, for good.
   void Plan(uint64_t step, ThreadId t, std::span<const ThreadId> runnable, bool /*changed*/,
             uint64_t max_picks, std::vector<PlannedPicks>& out) const override {
-    ThreadId last = t;
-    for (size_t i = step; i < prefix_; ++i) {
-      if (max_picks-- == 0 || !std::binary_search(runnable.begin(), runnable.end(), path_[i].chosen))
-        return;
-      last = path_[i].chosen;
-      if (!out.empty() && out.back().thread == last) ++out.back().count;
-      else out.push_back({last, 1});
-    }
-    if (!out.empty() && out.back().thread == last) out.back().count = UINT64_MAX;
-    else out.push_back({last, UINT64_MAX});
+    PlanPrefixThenRun(step, t, runnable, prefix_, [this](uint64_t i) { return path_[i].chosen; },
+                      max_picks, out);
   }
   std::string Name() const override { return "explore"; }
 

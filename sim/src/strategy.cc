@@ -23,17 +23,14 @@ ThreadId RoundRobin::Pick(const Choice& c) {
 
 std::string RoundRobin::Name() const { return fmt::format("round-robin(quantum={})", quantum_); }
 
-namespace {
-
-// Appends one pick to a plan, as a run of the previous thread where it is one.
-void AppendPick(std::vector<PlannedPicks>& out, ThreadId t, uint64_t count = 1) {
-  if (!out.empty() && out.back().thread == t && out.back().count != UINT64_MAX)
-    out.back().count += count;
-  else
+void AppendPlanned(std::vector<PlannedPicks>& out, ThreadId t, uint64_t count) {
+  if (!out.empty() && out.back().thread == t) {
+    if (out.back().count != UINT64_MAX)
+      out.back().count = count == UINT64_MAX ? UINT64_MAX : out.back().count + count;
+  } else {
     out.push_back({t, count});
+  }
 }
-
-}  // namespace
 
 void Strategy::Plan(uint64_t step, ThreadId t, std::span<const ThreadId> /*runnable*/,
                     bool runnable_changed, uint64_t /*max_picks*/,
@@ -47,7 +44,7 @@ void RandomWalk::Plan(uint64_t /*step*/, ThreadId /*t*/, std::span<const ThreadI
                       std::vector<PlannedPicks>& out) const {
   if (runnable.empty()) return;
   Prng rng = rng_;  // Pick draws the same numbers from the same state
-  for (uint64_t i = 0; i < max_picks; ++i) AppendPick(out, runnable[rng.Below(runnable.size())]);
+  for (uint64_t i = 0; i < max_picks; ++i) AppendPlanned(out, runnable[rng.Below(runnable.size())]);
 }
 
 std::string RandomWalk::Name() const { return fmt::format("random(seed={})", seed_); }
@@ -192,7 +189,7 @@ void ScheduleReplay::Plan(uint64_t /*step*/, ThreadId /*t*/, std::span<const Thr
   ScheduleCursor at = cursor_;
   for (uint64_t i = 0; i < max_picks && !at.Done(); ++i, at.Advance()) {
     if (!std::binary_search(runnable.begin(), runnable.end(), at.Peek())) return;
-    AppendPick(out, at.Peek());
+    AppendPlanned(out, at.Peek());
   }
 }
 

@@ -92,15 +92,15 @@ void PythonWorld::Go(uint32_t t, int value) {
   plan_at_ = 0;
   line_.clear();
   fmt::format_to(std::back_inserter(line_), "g\t{}\t{}\t{}\t", t, s_.step(), value);
-  if (credits_) {
-    s_.Plan(kPlanPicks, drawn_);
-    for (const sim::PlannedPicks& run : drawn_) {
-      if (run.thread != t && (run.thread >= at_point_.size() || !at_point_[run.thread])) break;
-      fmt::format_to(std::back_inserter(line_), "{}{}:{}", plan_.empty() ? "" : ",", run.thread,
-                     run.count);
-      plan_.push_back(run);
-    }
+  if (credits_) s_.Plan(kPlanPicks, plan_);
+  size_t kept = 0;
+  for (; kept < plan_.size(); ++kept) {
+    const sim::PlannedPicks& run = plan_[kept];
+    if (run.thread != t && (run.thread >= at_point_.size() || !at_point_[run.thread])) break;
+    fmt::format_to(std::back_inserter(line_), "{}{}:{}", kept == 0 ? "" : ",", run.thread,
+                   run.count);
   }
+  plan_.resize(kept);
   py_.Send(line_);
 }
 

@@ -193,9 +193,8 @@ class PythonWorld {
   void Resumed(uint32_t t);
   // Fiber `t` is back from a lock operation: its "g", with the operation's value.
   void Waited(uint32_t t, int value = 0);
-  std::vector<sim::PlannedPicks> plan_;
+  std::vector<sim::PlannedPicks> plan_;   // Scheduler::Plan's, cut (reused)
   size_t plan_at_ = 0;
-  std::vector<sim::PlannedPicks> drawn_;  // Scheduler::Plan's, before the cut (reused)
   std::vector<char> at_point_;            // by thread: waits at a plain point, or not started
   bool resumed_by_plan_ = false;          // the last pick was a planned one...
   uint32_t planned_pick_ = 0;             // ...of this thread

@@ -20,20 +20,11 @@ class PrefixThenRun final : public sim::Strategy {
       return c.previous;
     return c.runnable.front();
   }
-  // The prefix's picks while each can run, then the thread that took the step before, for good.
   void Plan(uint64_t step, sim::ThreadId t, std::span<const sim::ThreadId> runnable,
             bool /*changed*/, uint64_t max_picks,
             std::vector<sim::PlannedPicks>& out) const override {
-    sim::ThreadId last = t;
-    for (size_t i = step; i < prefix_.size(); ++i) {
-      if (max_picks-- == 0 || !std::binary_search(runnable.begin(), runnable.end(), prefix_[i]))
-        return;
-      last = prefix_[i];
-      if (!out.empty() && out.back().thread == last) ++out.back().count;
-      else out.push_back({last, 1});
-    }
-    if (!out.empty() && out.back().thread == last) out.back().count = UINT64_MAX;
-    else out.push_back({last, UINT64_MAX});
+    sim::PlanPrefixThenRun(step, t, runnable, prefix_.size(),
+                           [this](uint64_t i) { return prefix_[i]; }, max_picks, out);
   }
   std::string Name() const override { return "shrunk"; }
 

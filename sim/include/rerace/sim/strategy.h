@@ -17,6 +17,7 @@
 // All are used from the scheduler's OS thread only.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -66,6 +67,27 @@ class Strategy {
                     std::vector<PlannedPicks>& out) const;
   virtual std::string Name() const = 0;
 };
+
+// Appends `count` picks of `t` to a plan, as a run of the previous thread where it is one
+// (UINT64_MAX: t for good).
+void AppendPlanned(std::vector<PlannedPicks>& out, ThreadId t, uint64_t count = 1);
+
+// The plan of a fixed prefix followed by no preemption (the explorer's runs, shrinking's):
+// prefix_at(i) for the steps from `step` to `prefix` while each can run (a fixed pick that
+// cannot is the divergence Pick reports), then the thread that took the step before, for good.
+template <typename PrefixAt>
+void PlanPrefixThenRun(uint64_t step, ThreadId t, std::span<const ThreadId> runnable,
+                       uint64_t prefix, PrefixAt prefix_at, uint64_t max_picks,
+                       std::vector<PlannedPicks>& out) {
+  ThreadId last = t;
+  for (uint64_t i = step; i < prefix; ++i) {
+    if (max_picks-- == 0 || !std::binary_search(runnable.begin(), runnable.end(), prefix_at(i)))
+      return;
+    last = prefix_at(i);
+    AppendPlanned(out, last);
+  }
+  AppendPlanned(out, last, UINT64_MAX);
+}
 
 class RoundRobin final : public Strategy {
  public:
