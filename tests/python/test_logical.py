@@ -149,6 +149,26 @@ class LogicalTest(unittest.TestCase):
         self.assertNotIn(ia, threading._active)
         self.assertFalse(t.is_alive())
 
+    @unittest.skipUnless(hasattr(os, "fork"), "needs fork")
+    def test_a_thread_made_before_a_fork_is_alive_in_the_child(self):
+        # Set-up makes each logical thread's Thread once and every run's child is a fork of it:
+        # threading's after-fork handler must not stop it there.
+        logical.make_thread(self.a)
+        self.assertTrue(self.a.thread.is_alive())
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            try:
+                logical.register(self.a)
+                os.write(w, b"%d%d" % (self.a.thread.is_alive(), self.a.thread in threading.enumerate()))
+            finally:
+                os._exit(0)
+        os.close(w)
+        got = os.read(r, 8)
+        os.close(r)
+        os.waitpid(pid, 0)
+        self.assertEqual(got, b"11")
+
     def test_get_ident_is_told_to_the_tracer_as_the_c_call_it_stands_for(self):
         calls = []
 

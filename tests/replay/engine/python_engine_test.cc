@@ -209,6 +209,51 @@ TEST(PythonEngine, SameSeedSameReportAfterOtherRunsOfOneProcess) {
   EXPECT_EQ(report(fresh, 5), first);
 }
 
+// What a fork does to the program's state is undone in each run's child: the logical thread
+// running is alive to `threading` (a fork's after-fork handler stops every Thread the set-up
+// process made: logical.make_thread), and the random module's numbers are the same, seed for
+// seed, in every rerace process (a fork reseeds that generator from the system). Greenlets
+// (3.12) and OS threads (3.11).
+TEST(PythonEngine, TheProgramsThreadIsAliveAndItsRandomNumbersRepeat) {
+  const std::string patch = ::testing::TempDir() + "/rerace_alive_random_patch.py";
+  {
+    std::ofstream f(patch);
+    f << "import random\n"
+         "import threading\n"
+         "from triton.runtime import autotuner\n"
+         "stock = autotuner.Autotuner.run\n"
+         "def run(self, *a, **k):\n"
+         "    if not threading.current_thread().is_alive():\n"
+         "        raise RuntimeError('the thread running this call is not alive')\n"
+         "    if random.random() < 0.5:\n"
+         "        raise RuntimeError('a draw of %r' % random.random())\n"
+         "    return stock(self, *a, **k)\n"
+         "autotuner.Autotuner.run = run\n";
+  }
+  const Program p = testing::LoadSample("triton-none-h200.rrt");
+  int ran = 0;
+  for (const char* venv : {"venv312", "venv"}) {
+    Env e = UseEnv(venv);
+    if (!e.skip.empty()) continue;
+    ++ran;
+    ReplayOptions o = PyOptions(e);
+    o.patches = {patch};
+    std::string reports[2];
+    for (std::string& out : reports) {
+      Replayer rep(p, o);  // a fresh Python process each time
+      for (uint64_t seed = 1; seed <= 3; ++seed) {
+        sim::RandomWalk w(seed);
+        const ReplayResult r = rep.Run(w);
+        out += FormatReport(r, p, "") + r.run.schedule.Encode() + "\n";
+      }
+    }
+    EXPECT_EQ(reports[0].find("not alive"), std::string::npos) << venv << ": " << reports[0];
+    EXPECT_NE(reports[0].find("a draw of 0."), std::string::npos) << venv << ": " << reports[0];
+    EXPECT_EQ(reports[0], reports[1]) << venv;
+  }
+  if (ran == 0) GTEST_SKIP() << UseEnv("venv312").skip;
+}
+
 // Issue 26, item 6: a campaign over several jobs, each with a Python process of its own, keeps
 // what one job keeps: runs, failing, each failure's seed, finding and shrunk schedule, the
 // races and the runs' findings in run order.

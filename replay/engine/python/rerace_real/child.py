@@ -15,6 +15,7 @@ thread that holds the turn.
 
 import json
 import os
+import random
 import sys
 import threading
 import traceback
@@ -275,6 +276,7 @@ def _prewarm(setup, run, tracer):
 
 
 def _child(setup, rfd, wfd, leftover=b""):
+    random.setstate(setup.random_state)  # as set-up left it: the fork reseeded it
     watchdog.stacks_on_signal(True)
     if control._DEBUG:
         import faulthandler

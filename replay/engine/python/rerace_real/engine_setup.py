@@ -15,6 +15,7 @@ Called by the set-up process's main thread only (serve.main), before the first r
 import hashlib
 import importlib.util
 import os
+import random
 import sys
 import traceback
 
@@ -85,6 +86,11 @@ class Setup:
                 self.info["python_differs"] = True
 
     def start(self):
+        # The program's random numbers (the random module's own generator) are the same in
+        # every run and every rerace process: seeded here, before Triton and the patches import,
+        # and each run's child puts back the state set-up leaves (child._child), since a fork
+        # reseeds that generator from the system (random's after-fork handler).
+        random.seed(0)
         self.cfg["patches"] = [os.path.realpath(p) for p in self.cfg.get("patches", [])]
         self.folders = trust.roots(self.cfg.get("user_pythonpath"))
         patches = set(self.cfg["patches"])
@@ -179,6 +185,7 @@ class Setup:
             from . import logical
             for ts in self.states:
                 logical.make_thread(ts)
+        self.random_state = random.getstate()
 
     def _warm_caches(self):
         """Fills, once here, the caches that every run's child would otherwise fill again from

@@ -91,6 +91,13 @@ def make_thread(ts):
     alive.acquire()
     t._tstate_lock = alive
     t._started.set()
+    # threading's after-fork handler stops every Thread it knows of (threading._dangling holds
+    # each one made) but the forking one, and every run's child is a fork of the set-up
+    # process: off that list, the logical thread is alive in the child as the program's thread
+    # was (and the child's fork costs less).
+    dangling = getattr(threading, "_dangling", None)
+    if dangling is not None:
+        dangling.discard(t)
     ts.thread = t
 
 
