@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <cstdlib>
 #include <mutex>
 #include <set>
@@ -20,16 +21,15 @@ namespace rerace::replay::detail {
 
 namespace {
 
-uint64_t ToU64(const std::string& s, const std::string& what) {
-  char* end = nullptr;
-  errno = 0;
-  const unsigned long long v = std::strtoull(s.c_str(), &end, 10);
-  if (errno != 0 || end == s.c_str() || *end != '\0')
+uint64_t ToU64(std::string_view s, const char* what) {
+  uint64_t v = 0;
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || s.empty() || end != s.data() + s.size())
     throw EngineError(fmt::format("python engine: {} {:?} is not a number", what, s));
   return v;
 }
 
-sim::Access AccessOf(const std::string& kind) {
+sim::Access AccessOf(std::string_view kind) {
   return kind == "w" ? sim::Access::kWrite : kind == "r" ? sim::Access::kRead : sim::Access::kYield;
 }
 
@@ -37,9 +37,9 @@ sim::Access AccessOf(const std::string& kind) {
 
 PythonWorld::PythonWorld(sim::Scheduler& s, const Program& p, PythonProcess& py, EngineSteps& steps)
     : s_(s), p_(p), py_(py), steps_(steps) {
-  // RERACE_ENGINE_CREDIT=0: every point waits for its "g", as before credits (to compare).
-  const char* credit = std::getenv("RERACE_ENGINE_CREDIT");
-  credits_ = credit == nullptr || std::string(credit) != "0";
+  // RERACE_ENGINE_PLANS=0: every point waits for its "g", as before plans (to compare).
+  const char* plans = std::getenv("RERACE_ENGINE_PLANS");
+  plans_ = plans == nullptr || std::string(plans) != "0";
   at_point_.assign(p_.threads.size(), 1);
   py_.Send("run");
 }
@@ -56,30 +56,37 @@ const char* InternedLabel(const std::string& text) {
   return labels->insert(text).first->c_str();
 }
 
-const char* PythonWorld::Label(const std::string& text) {
-  auto& slot = labels_[text];
-  if (slot == nullptr) slot = InternedLabel(text);
-  return slot;
+const char* PythonWorld::Label(std::string_view text) {
+  auto it = labels_.find(text);
+  if (it == labels_.end()) {
+    std::string key(text);
+    const char* interned = InternedLabel(key);
+    it = labels_.emplace(std::move(key), interned).first;
+  }
+  return it->second;
 }
 
-uint32_t PythonWorld::Object(const std::string& name) {
+uint32_t PythonWorld::Object(std::string_view name) {
   auto it = objects_.find(name);
   if (it != objects_.end()) return it->second;
-  const uint32_t id = s_.RegisterObject(name);
-  objects_.emplace(name, id);
+  std::string key(name);
+  const uint32_t id = s_.RegisterObject(key);
+  objects_.emplace(std::move(key), id);
   return id;
 }
 
-sim::Mutex& PythonWorld::MutexNamed(const std::string& name) {
-  auto& m = mutexes_[name];
-  if (!m) m = std::make_unique<sim::Mutex>(s_, name);
-  return *m;
+sim::Mutex& PythonWorld::MutexNamed(std::string_view name) {
+  auto it = mutexes_.find(name);
+  if (it == mutexes_.end())
+    it = mutexes_.emplace(std::string(name), std::make_unique<sim::Mutex>(s_, std::string(name))).first;
+  return *it->second;
 }
 
-sim::CondVar& PythonWorld::CondNamed(const std::string& name) {
-  auto& c = conds_[name];
-  if (!c) c = std::make_unique<sim::CondVar>(s_, name);
-  return *c;
+sim::CondVar& PythonWorld::CondNamed(std::string_view name) {
+  auto it = conds_.find(name);
+  if (it == conds_.end())
+    it = conds_.emplace(std::string(name), std::make_unique<sim::CondVar>(s_, std::string(name))).first;
+  return *it->second;
 }
 
 // Thread t's turn, and with it the plan: the picks of the next points as the strategy will
@@ -92,7 +99,7 @@ void PythonWorld::Go(uint32_t t, int value) {
   plan_at_ = 0;
   line_.clear();
   fmt::format_to(std::back_inserter(line_), "g\t{}\t{}\t{}\t", t, s_.step(), value);
-  if (credits_) s_.Plan(kPlanPicks, plan_);
+  if (plans_) s_.Plan(kPlanPicks, plan_);
   size_t kept = 0;
   for (; kept < plan_.size(); ++kept) {
     const sim::PlannedPicks& run = plan_[kept];
@@ -131,7 +138,7 @@ void PythonWorld::Resumed(uint32_t t) {
                                   planned_pick_, s_.step(), t));
 }
 
-void PythonWorld::AddFinding(uint32_t t, const std::string& text) {
+void PythonWorld::AddFinding(uint32_t t, std::string_view text) {
   nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
   if (j.is_discarded() || !j.is_object())
     throw EngineError(fmt::format("python engine: a finding that is not JSON: {}", text));
@@ -155,7 +162,7 @@ void PythonWorld::AddFinding(uint32_t t, const std::string& text) {
   findings_.push_back(std::move(f));
 }
 
-void PythonWorld::AddReach(const std::string& text) {
+void PythonWorld::AddReach(std::string_view text) {
   const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
   if (j.is_discarded() || !j.is_object())
     throw EngineError(fmt::format("python engine: a reach report that is not JSON: {}", text));
@@ -234,22 +241,26 @@ void PythonWorld::RunThread(uint32_t t) {
   try {
     at_point_[t] = 0;
     Resumed(t);
+    // The message's fields are views of py_'s buffer: each is used before anything that can
+    // switch fibers (another fiber's Read reuses the buffer), never after.
+    std::vector<std::string_view> f;
     for (;;) {
-      const std::string line = py_.Read();
-      const std::vector<std::string> f = SplitTabs(line);
-      const std::string& op = f[0];
+      const std::string_view line = py_.Read();
+      SplitTabs(line, f);
+      const std::string_view op = f[0];
       auto need = [&](size_t n) {
         if (f.size() < n)
           throw EngineError(fmt::format("python engine: short message {:?} from thread {}", line, t));
       };
-      if (op != "p" && op != "m" && op != "v" && op != "f" && op != "r") {
+      const char code = op.size() == 1 ? op[0] : '\0';
+      if (code != 'p' && code != 'm' && code != 'v' && code != 'f' && code != 'r') {
         // A message the controller answers, or the thread's end: the plan ends (the Python
         // side reads a "g" for it), and the pick that resumes a thread now is not planned.
         plan_.clear();
         plan_at_ = 0;
         resumed_by_plan_ = false;
       }
-      if (op == "p") {
+      if (code == 'p') {
         need(4);
         // Planned or not is decided before the point; the thread the pick resumes (t or
         // another fiber, back from its own point) reads resumed_by_plan_.
@@ -260,42 +271,42 @@ void PythonWorld::RunThread(uint32_t t) {
         s_.Point({AccessOf(f[1]), Object(f[2]), Label(f[3])});
         at_point_[t] = 0;
         Resumed(t);
-      } else if (op == "m") {
+      } else if (code == 'm') {
         need(4);
         steps_.merging = true;
         s_.Point({AccessOf(f[1]), Object(f[2]), Label(f[3])});
         steps_.merging = false;
-      } else if (op == "a") {
+      } else if (code == 'a') {
         need(3);
         MutexNamed(f[1]).Lock(Label(f[2]));
         Waited(t);
-      } else if (op == "t") {
+      } else if (code == 't') {
         need(3);
         const bool ok = MutexNamed(f[1]).TryLock(Label(f[2]));
         Waited(t, ok ? 1 : 0);
-      } else if (op == "u") {
+      } else if (code == 'u') {
         need(3);
         MutexNamed(f[1]).Unlock(Label(f[2]));
         Waited(t);
-      } else if (op == "w") {
+      } else if (code == 'w') {
         need(4);
         CondNamed(f[1]).Wait(MutexNamed(f[2]), Label(f[3]));
         Waited(t);
-      } else if (op == "n") {
+      } else if (code == 'n') {
         need(4);
         if (f[2] == "1") CondNamed(f[1]).NotifyAll(Label(f[3]));
         else CondNamed(f[1]).NotifyOne(Label(f[3]));
         Waited(t);
-      } else if (op == "v") {
+      } else if (code == 'v') {
         need(2);
         s_.Advance(ToU64(f[1], "time"));
-      } else if (op == "f") {
+      } else if (code == 'f') {
         need(2);
         AddFinding(t, f[1]);
-      } else if (op == "r") {
+      } else if (code == 'r') {
         need(2);
         AddReach(f[1]);
-      } else if (op == "x") {
+      } else if (code == 'x') {
         return;
       } else if (op == "done") {
         // The replay child ended before the run did, and not by rerace's way out: the
@@ -304,13 +315,13 @@ void PythonWorld::RunThread(uint32_t t) {
                                       "the middle of a run (exit status {}: os._exit, or a C "
                                       "extension's exit, in a patch or the tuner code); the run "
                                       "cannot be replayed to its end",
-                                      f.size() > 1 ? f[1] : std::string("?")),
+                                      f.size() > 1 ? f[1] : std::string_view("?")),
                           kExitDataError);
-      } else if (op == "!") {
-        throw EngineError("python engine: " + (f.size() > 1 ? f[1] : std::string("?")));
-      } else if (op == "q") {
+      } else if (code == '!') {
+        throw EngineError(fmt::format("python engine: {}", f.size() > 1 ? f[1] : std::string_view("?")));
+      } else if (code == 'q') {
         // The program (not rerace) ended the replay process: the user's to see, exit 65.
-        throw EngineError("python engine: " + (f.size() > 1 ? f[1] : std::string("?")),
+        throw EngineError(fmt::format("python engine: {}", f.size() > 1 ? f[1] : std::string_view("?")),
                           kExitDataError);
       } else {
         throw EngineError(fmt::format("python engine: unexpected message {:?} from thread {}", line, t));
@@ -329,11 +340,12 @@ void PythonWorld::Finalize(ReplayResult& r) {
   // End the Python run: whichever Python thread is reading now takes "e" and the child exits.
   if (error_.empty()) {
     py_.Send("e");
+    std::vector<std::string_view> f;
     for (;;) {
-      const auto f = SplitTabs(py_.Read());
+      SplitTabs(py_.Read(), f);
       if (f[0] == "done") break;
       if ((f[0] == "!" || f[0] == "q") && error_.empty()) {
-        error_ = "python engine: " + (f.size() > 1 ? f[1] : "?");
+        error_ = fmt::format("python engine: {}", f.size() > 1 ? f[1] : std::string_view("?"));
         if (f[0] == "q") error_code_ = kExitDataError;
       }
       else if ((f[0] == "f" || f[0] == "r") && f.size() > 1) continue;  // late, of a torn-down run

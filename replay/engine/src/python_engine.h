@@ -17,11 +17,13 @@
 // once); it forks a child per run, so every run starts from the same pristine state. `fuzz
 // --jobs N` has N Replayers, so N processes (replay/campaign.h).
 //
-// Protocol cost (issue 26): every scheduling point is a round trip ("g" out, the thread's next
-// message back). The Python side writes the messages that get no reply (m, v, f, r) together
-// with the next one that does, in one write (rerace_real/control.py); Read() takes whatever
-// arrived in one read and hands the lines out in order, so nothing here depends on how they
-// were batched.
+// Protocol cost (issues 26 and 50): a scheduling point is a round trip ("g" out, the thread's
+// next message back) unless the strategy's plan, sent with the last "g", already picked it: the
+// Python threads then post the point ("p") and switch among themselves (PythonWorld::Go). The
+// Python side writes the messages that get no reply together with the next one that does, in
+// one write (rerace_real/control.py); Read() takes whatever arrived in one read and hands the
+// lines out in order, so nothing here depends on how they were batched. A message costs no
+// allocation here: Read() hands out a view of its buffer, SplitTabs views of its fields.
 //
 // Errors: a Python process that cannot start, import Triton or a patch, or build a tuner fails
 // `PythonProcess::Start` with a one-line message: 78 when --python-exe is not a Python that
@@ -58,6 +60,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "rerace/base/result.h"
@@ -82,9 +85,10 @@ class PythonProcess {
   PythonProcess(const PythonProcess&) = delete;
   PythonProcess& operator=(const PythonProcess&) = delete;
 
-  void Send(const std::string& line);  // throws EngineError
-  // One line without its token and newline; throws EngineError (a hang, a forged line).
-  std::string Read();
+  void Send(std::string_view line);  // throws EngineError
+  // One line without its token and newline, a view of this object's buffer: valid until the
+  // next Read or Send. Throws EngineError (a hang, a forged line).
+  std::string_view Read();
   // What the engine said when ready (JSON): versions, switch rules, replaced parts, patches.
   const std::string& info() const { return info_; }
 
@@ -117,7 +121,9 @@ class PythonProcess {
   bool started_ = false;      // the interpreter runs the engine (its "started"), set-up under way
   bool has_patches_ = false;  // --patch files are imported in the set-up
   std::string token_;
-  std::string buf_;
+  std::string buf_;    // what was read and not yet handed out, from buf_at_ on
+  size_t buf_at_ = 0;
+  std::string out_;    // the line being written (reused)
   std::string info_;
 };
 
@@ -129,8 +135,8 @@ const char* InternedLabel(const std::string& text);
 // One line naming the interpreter, mode, Triton and patches of an engine's ready report.
 std::string EngineSummaryOf(const std::string& info_json);
 
-// A protocol line's tab-separated fields.
-std::vector<std::string> SplitTabs(const std::string& line);
+// A protocol line's tab-separated fields, as views of `line`, into `out` (cleared first).
+void SplitTabs(std::string_view line, std::vector<std::string_view>& out);
 
 // The program as JSON for the engine (threads with their operations, the recorded calls).
 std::string ProgramJson(const Program& p);
@@ -159,13 +165,13 @@ class PythonWorld {
   void Go(uint32_t t, int value = 0);
   // `text` as a label that lives as long as the process (InternedLabel): the results keep
   // labels by pointer after the run (the races, a campaign's merged races).
-  const char* Label(const std::string& text);
-  uint32_t Object(const std::string& name);
-  sim::Mutex& MutexNamed(const std::string& name);
-  sim::CondVar& CondNamed(const std::string& name);
-  void AddFinding(uint32_t t, const std::string& json);
+  const char* Label(std::string_view text);
+  uint32_t Object(std::string_view name);
+  sim::Mutex& MutexNamed(std::string_view name);
+  sim::CondVar& CondNamed(std::string_view name);
+  void AddFinding(uint32_t t, std::string_view json);
   // "r": which patch replacements a tuner call entered, and its bypasses (rerace_real/reach.py).
-  void AddReach(const std::string& json);
+  void AddReach(std::string_view json);
   // The run's patch reach: a `patch-not-reached` finding per replacement no call entered
   // (first in `r.findings`), a note per one that some did.
   void ReportReach(ReplayResult& r);
@@ -174,10 +180,11 @@ class PythonWorld {
   const Program& p_;
   PythonProcess& py_;
   EngineSteps& steps_;
-  std::map<std::string, const char*> labels_;  // this run's labels, interned
-  std::map<std::string, uint32_t> objects_;
-  std::map<std::string, std::unique_ptr<sim::Mutex>> mutexes_;
-  std::map<std::string, std::unique_ptr<sim::CondVar>> conds_;
+  // By name, looked up by a message's view (std::less<>): a name costs an allocation once a run.
+  std::map<std::string, const char*, std::less<>> labels_;  // this run's labels, interned
+  std::map<std::string, uint32_t, std::less<>> objects_;
+  std::map<std::string, std::unique_ptr<sim::Mutex>, std::less<>> mutexes_;
+  std::map<std::string, std::unique_ptr<sim::CondVar>, std::less<>> conds_;
   std::vector<Finding> findings_;
   uint32_t reach_calls_ = 0;                   // threads' tuner calls that reported reach
   std::map<size_t, uint32_t> reach_entered_;   // replacement index -> calls that entered it
@@ -199,7 +206,7 @@ class PythonWorld {
   bool resumed_by_plan_ = false;          // the last pick was a planned one...
   uint32_t planned_pick_ = 0;             // ...of this thread
   std::string line_;                      // the "g" being written (reused)
-  bool credits_ = true;  // off with RERACE_ENGINE_CREDIT=0: every point waits for its "g"
+  bool plans_ = true;  // off with RERACE_ENGINE_PLANS=0: every point waits for its "g"
   std::string error_;  // an engine error seen inside a fiber
   int error_code_ = kExitInternal;  // and its exit code
 };

@@ -193,19 +193,20 @@ Result<std::unique_ptr<PythonProcess>> PythonProcess::Start(const Program& p,
   try {
     py->Send(cfg.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
     py->has_patches_ = !o.patches.empty();
-    std::string first = py->Read();
+    std::string first(py->Read());
     if (first == "started") {
       py->started_ = true;
       first = py->Read();
     }
-    const auto f = SplitTabs(first);
+    std::vector<std::string_view> f;
+    SplitTabs(first, f);
     if (f[0] == "ready" && f.size() == 2) {
       py->info_ = f[1];
       py->ready_ = true;
       return py;
     }
     if (f[0] == "error" && f.size() >= 3) {
-      const std::string& kind = f[1];
+      const std::string_view kind = f[1];
       std::string message = fmt::format("python engine ({}): {}", exe, f[2]);
       int code = kExitInternal;
       if (kind == "env") {

@@ -15,14 +15,13 @@
 
 namespace rerace::replay::detail {
 
-std::vector<std::string> SplitTabs(const std::string& line) {
-  std::vector<std::string> out;
-  size_t start = 0;
+void SplitTabs(std::string_view line, std::vector<std::string_view>& out) {
+  out.clear();
   for (;;) {
-    const size_t tab = line.find('\t', start);
-    out.push_back(line.substr(start, tab == std::string::npos ? std::string::npos : tab - start));
-    if (tab == std::string::npos) return out;
-    start = tab + 1;
+    const size_t tab = line.find('\t');
+    out.push_back(line.substr(0, tab));
+    if (tab == std::string_view::npos) return;
+    line.remove_prefix(tab + 1);
   }
 }
 
@@ -71,10 +70,11 @@ std::string ProgramJson(const Program& p) {
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
-void PythonProcess::Send(const std::string& line) {
-  std::string data = line + "\n";
-  const char* p = data.data();
-  size_t left = data.size();
+void PythonProcess::Send(std::string_view line) {
+  out_.assign(line);
+  out_.push_back('\n');
+  const char* p = out_.data();
+  size_t left = out_.size();
   while (left > 0) {
     const ssize_t n = write(to_, p, left);
     if (n < 0) {
@@ -93,19 +93,18 @@ void PythonProcess::Send(const std::string& line) {
   }
 }
 
-std::string PythonProcess::Read() {
+std::string_view PythonProcess::Read() {
   for (;;) {
-    const size_t nl = buf_.find('\n');
+    const size_t nl = buf_.find('\n', buf_at_);
     if (nl != std::string::npos) {
-      std::string line = buf_.substr(0, nl);
-      buf_.erase(0, nl + 1);
-      if (line.size() > token_.size() && line.compare(0, token_.size(), token_) == 0 &&
-          line[token_.size()] == ' ')
+      const std::string_view line(buf_.data() + buf_at_, nl - buf_at_);
+      buf_at_ = nl + 1;
+      if (line.size() > token_.size() && line.starts_with(token_) && line[token_.size()] == ' ')
         return line.substr(token_.size() + 1);
       // Before "ready", what an interpreter prints at start-up (a sitecustomize) is passed on;
       // after it, a line without the token was written by someone else (a patch).
       if (!ready_) {
-        std::fprintf(stderr, "%s\n", line.c_str());
+        fmt::print(stderr, "{}\n", line);
         continue;
       }
       throw EngineError(fmt::format("python engine: a line on its channel that the engine did not "
@@ -113,6 +112,9 @@ std::string PythonProcess::Read() {
                                     line.substr(0, 120)),
                         kExitDataError);
     }
+    // Every line handed out has been used (the views are valid until this call): drop them.
+    buf_.erase(0, buf_at_);
+    buf_at_ = 0;
     pollfd pfd{from_, POLLIN, 0};
     const int ready = poll(&pfd, 1, watchdog_ms_);
     if (ready < 0 && errno == EINTR) continue;

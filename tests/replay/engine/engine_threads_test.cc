@@ -155,19 +155,19 @@ TEST(EngineThreadsIdentity, IdentityCallsAreTheSameHandOverPlaces) {
 // The Python threads pass the points their strategy has already picked without a round trip,
 // switching among themselves by the plan sent with a turn (python_engine.cc, control.py), and
 // count their steps themselves: the same reports and schedules as when every point waits for
-// its turn (RERACE_ENGINE_CREDIT=0), for a systematic search's runs (a fixed prefix, then no
+// its turn (RERACE_ENGINE_PLANS=0), for a systematic search's runs (a fixed prefix, then no
 // preemption), random walks (every pick planned until a lock operation or a thread's end),
 // PCT's runs (until a change point), saved schedules replayed and shrinking's runs, failing
 // and not, greenlets and OS threads, both modes.
-TEST(EngineCredit, PromisedPointsGiveTheReportsOfPointsThatWait) {
+TEST(EnginePlans, PlannedPointsGiveTheReportsOfPointsThatWait) {
   if (const std::string skip = GreenletsSkip(); !skip.empty()) GTEST_SKIP() << skip;
   const Program p = testing::LoadSample("triton-none-h200.rrt");
   auto reports = [&](const std::string& fix, const char* mode, const char* threads,
-                     const char* credit) {
+                     const char* plans) {
     std::string text;
     ReplayOptions o = testing::EngineOptions(Venv312(), mode, fix);
     setenv("RERACE_ENGINE_THREADS", threads, 1);
-    setenv("RERACE_ENGINE_CREDIT", credit, 1);
+    setenv("RERACE_ENGINE_PLANS", plans, 1);
     Replayer rep(p, o);
     std::vector<sim::Schedule> schedules;
     sim::Explorer e(sim::Explorer::Mode::kDpor, 1, 12);
@@ -196,7 +196,7 @@ TEST(EngineCredit, PromisedPointsGiveTheReportsOfPointsThatWait) {
       text += FormatReport(r, p, "") + r.run.schedule.Encode() + "\n";
     }
     unsetenv("RERACE_ENGINE_THREADS");
-    unsetenv("RERACE_ENGINE_CREDIT");
+    unsetenv("RERACE_ENGINE_PLANS");
     return text;
   };
   for (const std::string fix : {"none", "lock-key-event"})
@@ -204,13 +204,13 @@ TEST(EngineCredit, PromisedPointsGiveTheReportsOfPointsThatWait) {
       for (const char* threads : {"greenlet", "os"}) {
         SCOPED_TRACE(fix + " " + mode + " " + threads);
         const std::string waits = reports(fix, mode, threads, "0");
-        const std::string credited = reports(fix, mode, threads, "1");
+        const std::string planned = reports(fix, mode, threads, "1");
         // The stock code fails in some of these runs: its reports cite steps (the words'
         // "last written by thread T at step S", counted by the Python side).
         if (fix == "none") {
           EXPECT_NE(waits.find("FAILED"), std::string::npos);
         }
-        EXPECT_EQ(credited, waits);
+        EXPECT_EQ(planned, waits);
       }
 }
 
