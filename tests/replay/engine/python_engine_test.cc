@@ -74,6 +74,13 @@ const Finding* FindCode(const ReplayResult& r, const std::string& code) {
   return nullptr;
 }
 
+// A patch file named `name` in the test's temporary folder, holding `text`; its path.
+std::string TempPatch(const std::string& name, const std::string& text) {
+  const std::string path = ::testing::TempDir() + "/" + name;
+  std::ofstream(path) << text;
+  return path;
+}
+
 // The first of `seeds` random schedules whose run has a finding with `code`, or -1.
 int FirstSeedWith(Replayer& rep, const std::string& code, int seeds, ReplayResult* out = nullptr) {
   for (int s = 1; s <= seeds; ++s) {
@@ -215,21 +222,18 @@ TEST(PythonEngine, SameSeedSameReportAfterOtherRunsOfOneProcess) {
 // seed, in every rerace process (a fork reseeds that generator from the system). Greenlets
 // (3.12) and OS threads (3.11).
 TEST(PythonEngine, TheProgramsThreadIsAliveAndItsRandomNumbersRepeat) {
-  const std::string patch = ::testing::TempDir() + "/rerace_alive_random_patch.py";
-  {
-    std::ofstream f(patch);
-    f << "import random\n"
-         "import threading\n"
-         "from triton.runtime import autotuner\n"
-         "stock = autotuner.Autotuner.run\n"
-         "def run(self, *a, **k):\n"
-         "    if not threading.current_thread().is_alive():\n"
-         "        raise RuntimeError('the thread running this call is not alive')\n"
-         "    if random.random() < 0.5:\n"
-         "        raise RuntimeError('a draw of %r' % random.random())\n"
-         "    return stock(self, *a, **k)\n"
-         "autotuner.Autotuner.run = run\n";
-  }
+  const std::string patch = TempPatch("rerace_alive_random_patch.py",
+      "import random\n"
+      "import threading\n"
+      "from triton.runtime import autotuner\n"
+      "stock = autotuner.Autotuner.run\n"
+      "def run(self, *a, **k):\n"
+      "    if not threading.current_thread().is_alive():\n"
+      "        raise RuntimeError('the thread running this call is not alive')\n"
+      "    if random.random() < 0.5:\n"
+      "        raise RuntimeError('a draw of %r' % random.random())\n"
+      "    return stock(self, *a, **k)\n"
+      "autotuner.Autotuner.run = run\n");
   const Program p = testing::LoadSample("triton-none-h200.rrt");
   int ran = 0;
   for (const char* venv : {"venv312", "venv"}) {
@@ -345,20 +349,17 @@ TEST(PythonEngine, FieldsAPatchMakesThreadLocalAreNotRaces) {
 TEST(PythonEngine, PatchThatDeadlocksIsReportedWithWhatEachThreadWaitsFor) {
   Env e = UseEnv();
   if (!e.skip.empty()) GTEST_SKIP() << e.skip;
-  const std::string patch = ::testing::TempDir() + "/rerace_abba_patch.py";
-  {
-    std::ofstream f(patch);
-    f << "import threading\n"
-         "from triton.runtime import autotuner\n"
-         "A, B = threading.Lock(), threading.Lock()\n"
-         "stock = autotuner.Autotuner.run\n"
-         "def run(self, *a, **k):\n"
-         "    first, second = (A, B) if threading.current_thread().name.endswith(('0', '2', '4', '6')) else (B, A)\n"
-         "    with first:\n"
-         "        with second:\n"
-         "            return stock(self, *a, **k)\n"
-         "autotuner.Autotuner.run = run\n";
-  }
+  const std::string patch = TempPatch("rerace_abba_patch.py",
+      "import threading\n"
+      "from triton.runtime import autotuner\n"
+      "A, B = threading.Lock(), threading.Lock()\n"
+      "stock = autotuner.Autotuner.run\n"
+      "def run(self, *a, **k):\n"
+      "    first, second = (A, B) if threading.current_thread().name.endswith(('0', '2', '4', '6')) else (B, A)\n"
+      "    with first:\n"
+      "        with second:\n"
+      "            return stock(self, *a, **k)\n"
+      "autotuner.Autotuner.run = run\n");
   const Program p = testing::LoadSample("triton-none-h200.rrt");
   ReplayOptions o = PyOptions(e);
   o.patches = {patch};
@@ -373,8 +374,7 @@ TEST(PythonEngine, MissingOrBrokenPatchIsAOneLineError) {
   Env e = UseEnv();
   if (!e.skip.empty()) GTEST_SKIP() << e.skip;
   const Program p = testing::LoadSample("triton-none-h200.rrt");
-  const std::string patch = ::testing::TempDir() + "/rerace_broken_patch.py";
-  { std::ofstream(patch) << "raise ValueError('no such kernel')\n"; }
+  const std::string patch = TempPatch("rerace_broken_patch.py", "raise ValueError('no such kernel')\n");
   ReplayOptions o = PyOptions(e);
   o.patches = {patch};
   Replayer rep(p, o);
