@@ -16,7 +16,8 @@ through the Triton that PYTHON imports, unpatched, in GIL mode:
    them without greenlet (RERACE_ENGINE_THREADS=os); without and with the engine's GIL tracer;
 4. the same with greenlets instead of OS threads, when PYTHON can import greenlet (as the
    engine runs them by default on CPython 3.12+ with greenlet);
-5. a fork and wait of the set-up process (the engine forks one child per run).
+5. a fork and wait of the set-up process (the engine forks one child per run), and the same
+   with libc's fork and _exit, without Python's after-fork handlers (the kernel's share).
 
 Rows 2-4 ignore locks (a controlled acquire always succeeds): they are the unpatched
 program's floor, not a replay. Each figure is the median over N forked children (default 15).
@@ -250,6 +251,20 @@ def measure(cfg_path, runs):
             os._exit(0)
         os.waitpid(pid, 0)
     rows.append(["a fork and wait of the set-up process", (time.perf_counter() - t0) / runs])
+    # The same without Python's after-fork handlers (threading's, random's): libc's fork and
+    # _exit, so the kernel's share (the page tables copied, then unmapped).
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    t0 = time.perf_counter()
+    for _ in range(runs):
+        pid = libc.fork()
+        if pid == 0:
+            libc._exit(0)
+        if pid < 0:
+            sys.exit("engine-floor: fork: %s" % os.strerror(ctypes.get_errno()))
+        os.waitpid(pid, 0)
+    rows.append(["the same without Python's after-fork handlers (libc's fork and _exit)",
+                 (time.perf_counter() - t0) / runs])
     print(json.dumps(rows))
 
 
