@@ -465,6 +465,7 @@ class PatchDescriptionTest(unittest.TestCase):
         setup.autotuner = autotuner
         setup.tuner_classes = {__name__ + ".CachedTuner": CachedTuner}
         setup.reach = reach.Reach()
+        setup.patch_modules = []
         with tempfile.NamedTemporaryFile("w", suffix="_fla_patch.py", delete=False) as f:
             f.write("import sys\n"
                     "C = sys.modules[%r].CachedTuner\n" % __name__ +

@@ -12,6 +12,7 @@
 #include "rerace/replay/model/program.h"
 #include "rerace/replay/engine/replay.h"
 #include "rerace/replay/report/report.h"
+#include "rerace/replay/search/campaign.h"
 #include "rerace/traces/reader.h"
 
 namespace rerace::replay::testing {
@@ -44,6 +45,19 @@ inline std::vector<std::string> TritonSampleNames() {
       out.push_back(e.path().filename().string());
   std::sort(out.begin(), out.end());
   return out;
+}
+
+// What a fuzz report is made of, as text: runs, failing, each failure's seed, first-ness,
+// shrunk schedule and finding; the races and the runs' findings.
+inline std::string DescribeCampaign(const CampaignResult& r) {
+  std::string s = std::to_string(r.runs) + " runs, " + std::to_string(r.failing) + " failing\n";
+  for (const CampaignFailure& f : r.failures)
+    s += f.signature + " seed " + std::to_string(f.seed) + (f.first ? " first " : " later ") +
+         f.finding.thread_name + " " + f.finding.words + " " +
+         f.shrunk.result.run.schedule.Encode() + "\n";
+  s += RacesJson(r.races) + "\n" + std::to_string(r.findings.size()) + " findings";
+  for (const Finding& f : r.findings) s += " " + f.code + "@" + std::to_string(f.step);
+  return s;
 }
 
 // Options for the real-code engine (--engine python): `python` runs it, in interpreter mode

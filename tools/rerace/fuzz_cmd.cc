@@ -55,6 +55,11 @@ void RegisterFuzz(CLI::App& app, CommandTable& table) {
                 "engine each job runs a Python process of its own")
       ->default_val(0)
       ->check(flags::Count(0, 4096));
+  f->add_flag("--fork-every-run", cmd.fork_every_run,
+              "Python engine: run every schedule in a fresh fork of the engine's process, as check "
+              "does. By default the runs share one process that puts back between runs what a "
+              "run changed (about twice as fast), and each failing run is run again in a fresh "
+              "fork: only what that run finds is counted and reported");
   AddCommonFlags(f, fa->flags, true);
   table.Add(f, [fa, runs] {
     replay::FuzzCommand command = fa->command;

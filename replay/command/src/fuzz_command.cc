@@ -129,6 +129,7 @@ FuzzOutput RunFuzzCommand(const FuzzCommand& command) {
     co.start = start;  // the budget is the command's, over all its traces
     co.target = o.failure;
     co.races = o.races;
+    co.in_process = o.engine == "python" && !a.fork_every_run;
     co.jobs = a.jobs == 0 ? AvailableCores() : a.jobs;
     auto campaign = RunCampaign(rep, co, [&](const CampaignProgress& p) {
       if (progress) a.progress(path, p);
@@ -142,6 +143,8 @@ FuzzOutput RunFuzzCommand(const FuzzCommand& command) {
     }
     ft.runs = campaign->runs;
     ft.failing = campaign->failing;
+    ft.in_process = campaign->in_process;
+    ft.unconfirmed = campaign->unconfirmed;
     const std::vector<sim::Race>& races = campaign->races;
     const std::vector<Finding>& campaign_findings = campaign->findings;
     std::map<std::string, const ReplayResult*> kept;  // signature → its shrunk run
@@ -214,6 +217,16 @@ FuzzOutput RunFuzzCommand(const FuzzCommand& command) {
                   a.shard.empty() ? "" : fmt::format(", shard {}/{}", shard->index, shard->count).c_str(),
                   static_cast<unsigned long long>(ft.runs), static_cast<unsigned long long>(ft.failing),
                   ft.failures.size());
+      if (campaign->in_process > 0)
+        out += Sprintf("  %llu runs in one process, reset between runs; each failing run was "
+                       "confirmed by running its schedule again in a fresh process%s\n",
+                       static_cast<unsigned long long>(campaign->in_process),
+                       campaign->unconfirmed == 0
+                           ? ""
+                           : fmt::format(" ({} of them found otherwise there: the reset missed "
+                                         "some state; that run is the one counted)",
+                                         campaign->unconfirmed)
+                                 .c_str());
       size_t n = 0;
       for (const FuzzFailure& f : ft.failures) {
         // A deadlock has no thread of its own: its words say what each thread waits for. The

@@ -35,13 +35,14 @@ sim::Access AccessOf(std::string_view kind) {
 
 }  // namespace
 
-PythonWorld::PythonWorld(sim::Scheduler& s, const Program& p, PythonProcess& py, EngineSteps& steps)
+PythonWorld::PythonWorld(sim::Scheduler& s, const Program& p, PythonProcess& py, EngineSteps& steps,
+                         bool here)
     : s_(s), p_(p), py_(py), steps_(steps) {
   // RERACE_ENGINE_PLANS=0: every point waits for its "g", as before plans (to compare).
   const char* plans = std::getenv("RERACE_ENGINE_PLANS");
   plans_ = plans == nullptr || std::string(plans) != "0";
   at_point_.assign(p_.threads.size(), 1);
-  py_.Send("run");
+  py_.Send(here ? "here" : "run");
 }
 
 // How many picks a "g" plans at most (Scheduler::Plan): a run's points between two lock

@@ -155,7 +155,10 @@ class EngineSteps final : public sim::StepMerge {
 // threads use.
 class PythonWorld {
  public:
-  PythonWorld(sim::Scheduler& s, const Program& p, PythonProcess& py, EngineSteps& steps);
+  // `here`: the run goes to the engine's long-lived process ("here": rerace_real/reset.py),
+  // else to a fresh fork ("run").
+  PythonWorld(sim::Scheduler& s, const Program& p, PythonProcess& py, EngineSteps& steps,
+              bool here = false);
   // The body of proxy fiber `t`.
   void RunThread(uint32_t t);
   // After sched.Run(): ends the Python run, collects the findings.

@@ -9,6 +9,8 @@
 #include <map>
 #include <set>
 
+#include <nlohmann/json.hpp>
+
 #include "python_engine.h"
 #include "rerace/replay/model/tuner_world_gil.h"
 #include "rerace/sim/stack_pool.h"
@@ -91,6 +93,23 @@ ReplayResult Replayer::Run(sim::Strategy& strategy) {
   return RunWith(strategy, nullptr, options_.reps);
 }
 
+bool Replayer::CanRunInProcess() {
+  if (!in_process_) {
+    in_process_ = false;
+    if (options_.engine == "python") {
+      if (auto info = StartEngine()) {
+        const nlohmann::json j = nlohmann::json::parse(*info, nullptr, false);
+        in_process_ = j.is_object() && j.value("in_process", false);
+      }
+    }
+  }
+  return *in_process_;
+}
+
+ReplayResult Replayer::RunInProcess(sim::Strategy& strategy) {
+  return RunWith(strategy, nullptr, options_.reps, nullptr, CanRunInProcess());
+}
+
 ReplayResult Replayer::RunTimed() {
   sim::Timed first_timed(0);
   ReplayResult r = RunWith(first_timed, nullptr, options_.reps);
@@ -113,7 +132,7 @@ ReplayResult Replayer::RunRecorded(const std::function<sim::Strategy&(sim::Strat
 }
 
 ReplayResult Replayer::RunWith(sim::Strategy& strategy, std::vector<uint64_t>* anchors,
-                               uint32_t reps, const TrialTimeline* prior) {
+                               uint32_t reps, const TrialTimeline* prior, bool here) {
   sim::Scheduler::Options so;
   so.max_steps = options_.max_steps;
   sim::RaceDetector detector;
@@ -140,7 +159,7 @@ ReplayResult Replayer::RunWith(sim::Strategy& strategy, std::vector<uint64_t>* a
     std::exception_ptr error;
     {
       sim::Scheduler sched(strategy, so, pool_.get());
-      detail::PythonWorld world(sched, program_, *py_, engine_steps);
+      detail::PythonWorld world(sched, program_, *py_, engine_steps, here);
       for (uint32_t t = 0; t < program_.threads.size(); ++t)
         sched.Spawn(program_.threads[t].name, [&world, t] { world.RunThread(t); });
       try {

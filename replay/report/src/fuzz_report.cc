@@ -99,7 +99,9 @@ std::string FuzzJson(const std::vector<FuzzTrace>& all, const std::string& shard
     out += t.error.empty() ? std::string(",\"error\":null,\"exit_code\":null")
                            : fmt::format(",\"error\":{},\"exit_code\":{}", JsonString(t.error),
                                          t.error_code);
-    out += "}";
+    // Last, after the keys older readers know (docs/JSON.md).
+    out += fmt::format(",\"runs_in_one_process\":{},\"unconfirmed\":{}}}", t.in_process,
+                       t.unconfirmed);
   }
   return out + "]}";
 }

@@ -58,6 +58,7 @@ struct Chunk {
 
 struct Worker {
   uint64_t runs = 0, failing = 0;
+  uint64_t in_process = 0, confirmed = 0, unconfirmed = 0;
   std::map<std::string, Kept> kept;
   std::vector<Chunk> chunks;
   uint64_t error_run = kNoRun;
@@ -146,9 +147,23 @@ void Record(Shared& s, Worker& w, Chunk& chunk, uint64_t run, uint64_t seed,
 // Under a time budget (--time), the share of it the runs take; shrinking has the rest.
 constexpr double kRunsShare = 0.8;
 
+// Whether two runs of one schedule found the same: each finding's kind, place, thread and step.
+bool SameFindings(const ReplayResult& a, const ReplayResult& b) {
+  if (a.findings.size() != b.findings.size()) return false;
+  for (size_t i = 0; i < a.findings.size(); ++i) {
+    const Finding& x = a.findings[i];
+    const Finding& y = b.findings[i];
+    if (x.code != y.code || x.where != y.where || x.thread != y.thread || x.step != y.step ||
+        x.message != y.message || x.words != y.words)
+      return false;
+  }
+  return true;
+}
+
 void Work(Shared& s, Worker& w, Replayer& rep, const std::function<void()>& tick) {
   const CampaignOptions& o = *s.o;
   const bool timed = o.seconds > 0;
+  const bool here = o.in_process && !o.races && rep.CanRunInProcess();
   auto elapsed = [&] {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - s.start).count();
   };
@@ -171,7 +186,23 @@ void Work(Shared& s, Worker& w, Replayer& rep, const std::function<void()>& tick
         Fail(s, w, i, seed, strategy.error());
         break;
       }
-      const ReplayResult r = rep.Run(**strategy);
+      ReplayResult r = here ? rep.RunInProcess(**strategy) : rep.Run(**strategy);
+      if (here) {
+        ++w.in_process;
+        if (Hits(r, o.target)) {
+          // Confirmed, or not, by the same schedule in a fresh fork: that run is the one that
+          // counts (a strategy is a function of its seed). A run that is no failure counts
+          // for nothing but its number (`races` is off).
+          auto again = StrategyFor(s, seed);
+          if (!again) {
+            Fail(s, w, i, seed, again.error());
+            break;
+          }
+          ReplayResult fresh = rep.Run(**again);
+          ++(SameFindings(r, fresh) ? w.confirmed : w.unconfirmed);
+          r = std::move(fresh);
+        }
+      }
       ++w.runs;
       s.runs.fetch_add(1, std::memory_order_relaxed);
       if (auto e = RunError(r)) {
@@ -236,6 +267,9 @@ Result<CampaignResult> RunCampaign(Replayer& replayer, const CampaignOptions& o,
       for (Worker& w : workers) {
         out.runs += w.runs;
         out.failing += w.failing;
+        out.in_process += w.in_process;
+        out.confirmed += w.confirmed;
+        out.unconfirmed += w.unconfirmed;
         if (w.error && w.error_run < error_run) {
           error_run = w.error_run;
           out.error = w.error;

@@ -140,6 +140,8 @@ Result<MergedFuzz> MergeFuzzResults(const std::vector<std::string>& inputs) {
         m.engine = engine;
         m.patches = patches;
         m.runs += t.at("runs").get<uint64_t>();
+        m.in_process += t.value("runs_in_one_process", uint64_t{0});
+        m.unconfirmed += t.value("unconfirmed", uint64_t{0});
         if (!Text(t, "error").empty() && m.error.empty()) {
           m.error = t.at("error").get<std::string>();
           m.error_code = t.contains("exit_code") && t.at("exit_code").is_number() ? t.at("exit_code").get<int>() : kExitDataError;

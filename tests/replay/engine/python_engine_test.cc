@@ -267,16 +267,6 @@ TEST(PythonEngine, CampaignOverJobsGivesOneJobsResult) {
   const Program p = testing::LoadSample("triton-none-h200.rrt");
   ReplayOptions ro = PyOptions(e);
   ro.detect_races = true;
-  auto describe = [](const CampaignResult& r) {
-    std::string s = std::to_string(r.runs) + " runs, " + std::to_string(r.failing) + " failing\n";
-    for (const CampaignFailure& f : r.failures)
-      s += f.signature + " seed " + std::to_string(f.seed) + (f.first ? " first " : " later ") +
-           f.finding.thread_name + " " + f.finding.words + " " +
-           f.shrunk.result.run.schedule.Encode() + "\n";
-    s += RacesJson(r.races) + "\n" + std::to_string(r.findings.size()) + " findings";
-    for (const Finding& f : r.findings) s += " " + f.code + "@" + std::to_string(f.step);
-    return s;
-  };
   std::string one;
   for (const unsigned jobs : {1u, 3u}) {
     SCOPED_TRACE(jobs);
@@ -291,8 +281,8 @@ TEST(PythonEngine, CampaignOverJobsGivesOneJobsResult) {
     ASSERT_FALSE(r->error.has_value()) << r->error->message;
     EXPECT_EQ(r->runs, 6u);
     ASSERT_FALSE(r->failures.empty());
-    if (jobs == 1) one = describe(*r);
-    else EXPECT_EQ(describe(*r), one);
+    if (jobs == 1) one = testing::DescribeCampaign(*r);
+    else EXPECT_EQ(testing::DescribeCampaign(*r), one);
   }
 }
 

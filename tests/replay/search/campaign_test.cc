@@ -14,18 +14,7 @@ namespace {
 
 using testing::LoadSample;
 
-// What a fuzz report is made of, as text: runs, failing, each failure's seed, first-ness,
-// shrunk schedule and finding; the races and the runs' findings.
-std::string Describe(const CampaignResult& r) {
-  std::string s = std::to_string(r.runs) + " runs, " + std::to_string(r.failing) + " failing\n";
-  for (const CampaignFailure& f : r.failures)
-    s += f.signature + " seed " + std::to_string(f.seed) + (f.first ? " first " : " later ") +
-         f.finding.thread_name + " " + f.finding.words + " " +
-         f.shrunk.result.run.schedule.Encode() + "\n";
-  s += RacesJson(r.races) + "\n" + std::to_string(r.findings.size()) + " findings";
-  for (const Finding& f : r.findings) s += " " + f.code + "@" + std::to_string(f.step);
-  return s;
-}
+using testing::DescribeCampaign;
 
 CampaignResult RunOf(const Program& p, CampaignOptions o, ReplayOptions ro = {}) {
   Replayer rep(p, ro);
@@ -45,7 +34,7 @@ TEST(Campaign, ThreeJobsGiveOneJobsResult) {
   const CampaignResult three = RunOf(p, o);
   EXPECT_EQ(one.runs, 150u);
   ASSERT_GE(one.failures.size(), 2u);  // something to merge
-  EXPECT_EQ(Describe(three), Describe(one));
+  EXPECT_EQ(DescribeCampaign(three), DescribeCampaign(one));
 }
 
 TEST(Campaign, ShardsStrategiesTargetsAndRacesMergeAsOneJob) {
@@ -64,12 +53,12 @@ TEST(Campaign, ShardsStrategiesTargetsAndRacesMergeAsOneJob) {
     const CampaignResult one = RunOf(p, o, ro);
     EXPECT_FALSE(one.races.empty()) << strategy;
     o.jobs = 4;
-    EXPECT_EQ(Describe(RunOf(p, o, ro)), Describe(one)) << strategy;
+    EXPECT_EQ(DescribeCampaign(RunOf(p, o, ro)), DescribeCampaign(one)) << strategy;
     o.target = "nargs-none";
     o.jobs = 1;
     const CampaignResult target_one = RunOf(p, o, ro);
     o.jobs = 5;
-    EXPECT_EQ(Describe(RunOf(p, o, ro)), Describe(target_one)) << strategy;
+    EXPECT_EQ(DescribeCampaign(RunOf(p, o, ro)), DescribeCampaign(target_one)) << strategy;
   }
 }
 

@@ -9,6 +9,11 @@ Each (``_worker``) replays its recorded operations: a tuner call goes through th
 finding (``_classify`` names the program's frame and, for the known races, the other thread).
 The run ends when the controller says ``e`` (control.py); the child never returns.
 
+``serve_here`` is the long-lived child of ``here`` lines (serve.py): ``_run_here`` is a run of
+``_child``'s greenlet path that comes back to it at ``e``, with fresh thread states, and
+between two runs reset.py puts back what the run changed (or the child exits: serve.py forks
+another).
+
 Everything here runs in the child: ``_child`` in its main thread, the rest in the logical
 thread that holds the turn.
 """
@@ -248,6 +253,7 @@ def _worker(setup, run, tracer, ts, ops):
     if control.GREENLET is not None:
         from . import logical
         logical.unregister(ts)  # no longer alive to threading, as a thread that ended
+    run.threads_done += 1
     run.send("x")
     run.hand_on()
 
@@ -316,3 +322,97 @@ def _child(setup, rfd, wfd, leftover=b""):
     for w in workers:
         w.join()
     os._exit(0)
+
+
+def _run_here(setup, rfd, wfd, leftover):
+    """One run in the process whose runs share it (serve_here): ``_child``'s greenlet path,
+    back here when the controller ends the run (``e``: control.Run.main). Returns whether it
+    ended with every logical thread ended, each of them then at its final hand-over (nothing
+    of the program on its stack)."""
+    from . import logical
+    random.setstate(setup.random_state)
+    run = control.Run(rfd, wfd, setup.free_threaded, setup.rules)
+    run.buf = leftover
+    main = run.main = control.GREENLET.getcurrent()
+    control.RUN = run
+    tracer = setup.tracer
+    if tracer is not None:
+        tracer.install()
+    run.tracer = tracer
+    states = []
+    try:
+        if setup.cfg.get("prewarm"):
+            _prewarm(setup, run, tracer)
+        states = run.threads = setup.new_states()
+        if tracer is None:
+            sys.setprofile(_reach_profile(setup))
+        for t, th in enumerate(setup.program["threads"]):
+            logical.register(states[t])
+            states[t].glet = control.GREENLET.greenlet(
+                lambda ts=states[t], ops=th["ops"]: _worker(setup, run, tracer, ts, ops),
+                parent=main)
+        run.hand_on()
+    except control.RunEnded:
+        pass
+    control._local.ts = None
+    sys.setprofile(None)
+    sys.settrace(None)
+    clean = run.threads_done == len(states) and not run.buf
+    if clean:
+        # Each finished thread waits in its last hand_on, below the program's frames: ended
+        # here (GreenletExit runs no code of the program).
+        for ts in states:
+            if ts.glet is not None and not ts.glet.dead:
+                ts.glet.throw()
+    if tracer is not None:
+        tracer.end_run()
+    control.RUN = None
+    return clean
+
+
+def serve_here(setup, rfd, wfd, gate, ack, leftover):
+    """The long-lived child of the ``here`` lines (serve.py): a run, then, when the state it
+    changed is put back (reset.py), ``k`` on `ack` and the next run's first bytes from `gate`
+    (a length, a newline, the bytes the set-up process read past its ``here``). A run that
+    leaves what cannot be put back ends the process instead (the set-up process sees `ack`
+    close, answers ``done`` and forks a fresh one for the next). Never returns."""
+    import gc
+    from . import reset
+    watchdog.stacks_on_signal(True)
+    pristine = reset.Pristine(setup, *reset.roots_of(setup))
+    gc.collect()
+    gc.freeze()  # set-up's objects: the collection after each run looks at the run's only
+    debug = control._DEBUG or os.environ.get("RERACE_ENGINE_RESET_DEBUG")
+    runs = 0
+    while True:
+        clean = _run_here(setup, rfd, wfd, leftover)
+        runs += 1
+        why = pristine.restore() if clean else "not every thread ended"
+        gc.collect()
+        if why is not None:
+            if debug:
+                os.write(2, ("rerace engine: a fresh process after %d runs: %s\n" % (
+                    runs, why)).encode())
+            os._exit(0)
+        os.write(ack, b"k")
+        leftover = _read_gate(gate)
+        if leftover is None:
+            os._exit(0)
+
+
+def _read_gate(fd):
+    """The next run's first bytes (serve.py's _open_gate framing), or None at the end."""
+    buf = b""
+    while b"\n" not in buf:
+        chunk = os.read(fd, 65536)
+        if not chunk:
+            return None
+        buf += chunk
+    head, _, rest = buf.partition(b"\n")
+    n = int(head)
+    while len(rest) < n:
+        chunk = os.read(fd, 65536)
+        if not chunk:
+            return None
+        rest += chunk
+    return rest

@@ -158,6 +158,10 @@ class Run:
         self.last_write = {}   # object -> (thread, step): for rerace's words in findings
         self.findings = 0
         self.tracer = None     # the GIL tracer (child.py sets it; None free-threaded)
+        self.threads_done = 0  # logical threads that ended (sent x)
+        # The greenlet "e" returns to when runs share the process (child.serve_here), else
+        # None: "e" ends the process.
+        self.main = None
 
     # ---- channel ----
     # NB: every Python call made here fires the GIL tracer's profile events (sys.setprofile):
@@ -214,7 +218,11 @@ class Run:
             self.flush()
             sys.stdout.flush()
             sys.stderr.flush()
-            os._exit(0)
+            if self.main is None:
+                os._exit(0)
+            if GREENLET.getcurrent() is not self.main:
+                self.main.switch()  # never back: the run is over (child.serve_here)
+            raise RunEnded()
         if parts[0] != "g" or len(parts) < 3:
             self.send("!", "unexpected command from the controller: %r" % line)
             os._exit(4)
@@ -365,6 +373,10 @@ def at_step(step, merged):
 
 
 RUN = None  # the Run of this process (set in the child)
+
+
+class RunEnded(Exception):
+    """``e`` read by the main greenlet of a process whose runs share it (child.serve_here)."""
 
 
 class Quiet:

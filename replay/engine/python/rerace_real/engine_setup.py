@@ -76,6 +76,8 @@ class Setup:
             self.free_threaded = any(r.get("gil") is False for r in recorded)
         else:
             self.free_threaded = mode == "free-threaded"
+        self.fixes_dir = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixes") + os.sep
+        self.patch_modules = []  # the modules the patches are (sys.modules names): reset.py
         self.info = {"python": sys.version.split()[0], "replaced": [], "patches": [],
                      "mode": "free-threaded" if self.free_threaded else "gil"}
         versions = sorted({r.get("version") for r in recorded if r.get("version")})
@@ -94,7 +96,7 @@ class Setup:
         self.cfg["patches"] = [os.path.realpath(p) for p in self.cfg.get("patches", [])]
         self.folders = trust.roots(self.cfg.get("user_pythonpath"))
         patches = set(self.cfg["patches"])
-        fixes_dir = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixes") + os.sep
+        fixes_dir = self.fixes_dir
         real = {}
         self.watched_roots = []  # a recorded tuner class's module or package (_build_tuners)
 
@@ -179,13 +181,28 @@ class Setup:
         self._warm_caches()
         # Each run's ThreadStates (and, with greenlets, the Thread each logical thread is to the
         # program), made once here: every run's child starts with a pristine copy (fork).
-        self.states = [control.ThreadState(t, th["name"])
-                       for t, th in enumerate(self.program["threads"])]
+        self.states = self.new_states()
+        self.random_state = random.getstate()
+        self.info["in_process"] = self.can_run_here()
+
+    def new_states(self):
+        """A run's ThreadStates, as a run starts them (with greenlets, each with the Thread it
+        is to the program: logical.make_thread)."""
+        states = [control.ThreadState(t, th["name"]) for t, th in enumerate(self.program["threads"])]
         if control.GREENLET is not None:
             from . import logical
-            for ts in self.states:
+            for ts in states:
                 logical.make_thread(ts)
-        self.random_state = random.getstate()
+        return states
+
+    def can_run_here(self):
+        """Whether runs may share one process, reset between them (serve.py's ``here``,
+        reset.py): logical threads that are greenlets (a run's end leaves no OS thread behind)
+        and, in GIL mode, the sys.monitoring tracer (its counts and events are put back);
+        RERACE_ENGINE_IN_PROCESS=0 says no."""
+        if os.environ.get("RERACE_ENGINE_IN_PROCESS") == "0" or control.GREENLET is None:
+            return False
+        return self.tracer is None or isinstance(self.tracer, gil_tracer.MonitoringTracer)
 
     def _warm_caches(self):
         """Fills, once here, the caches that every run's child would otherwise fill again from
@@ -296,6 +313,7 @@ class Setup:
                     "import the installed module %s (%s)" % (said, mod, path), kind="usage")
             try:
                 m = importlib.import_module(mod)
+                self.patch_modules.append(mod)
             except Exception as e:  # noqa: BLE001
                 raise SetupError(
                     "%s, and module %s cannot be imported here (%s: %s); give the patch with "
@@ -320,6 +338,7 @@ class Setup:
             raise SetupError("patch %s: not a Python file" % path, kind="data")
         mod = importlib.util.module_from_spec(spec)
         sys.modules[name] = mod
+        self.patch_modules.append(name)
         cls = self.autotuner.Autotuner  # the class object the patch finds (it may rebind the name)
         # The recorded tuner classes besides Autotuner (FLA's CachedAutotuner, a team's): what
         # the patch changes of their own is a change of the class being replayed.

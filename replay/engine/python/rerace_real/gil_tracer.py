@@ -393,7 +393,9 @@ class MonitoringTracer(Tracer):
         mon.register_callback(self.tool, ev.C_RETURN, hooks.on_c_return)
         mon.register_callback(self.tool, ev.C_RAISE, hooks.on_c_return)
         mon.register_callback(self.tool, ev.JUMP, hooks.on_jump)
-        mon.set_events(self.tool, ev.PY_START | ev.PY_RESUME | ev.CALL | ev.C_RETURN | ev.C_RAISE)
+        if not self._installed:
+            mon.set_events(self.tool, ev.PY_START | ev.PY_RESUME | ev.CALL | ev.C_RETURN |
+                           ev.C_RAISE)
         self._installed = True
 
     def thread_start(self, extra=None):
@@ -405,6 +407,17 @@ class MonitoringTracer(Tracer):
     def thread_stop(self, ts):
         ts.traced = False
         sys.setprofile(None)
+
+    def end_run(self):
+        """After a run, in a process that runs another (child.serve_here): its counts gone;
+        ``install`` starts the next with hooks of its own (the C hooks keep their counts and
+        what they know of each code object). The events stay on, and so do the JUMP events
+        of the code objects that have them and the places the hooks disabled (rerace's own
+        code: a function of the code object alone), as a fresh child would set them again:
+        turning them off and on makes the interpreter instrument every code object again at
+        its next execution."""
+        self.counts.clear()
+        self.c_hooks = None
 
     def close(self):
         mon = sys.monitoring
@@ -420,6 +433,8 @@ class MonitoringTracer(Tracer):
 
     def _jumps_on(self, code):
         """JUMP events on for the watched code object `code` (its first entry)."""
+        if id(code) in self._jumps:
+            return  # on since an earlier run of this process (child.serve_here)
         self._ops(code)  # holds the code object, so that its id names it
         self._jumps.add(id(code))
         sys.monitoring.set_local_events(self.tool, code, sys.monitoring.events.JUMP)

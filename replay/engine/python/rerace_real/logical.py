@@ -33,6 +33,7 @@ Threads: ``install`` once, from the set-up's main thread; the rest from any thre
 import _thread
 import sys
 import threading
+import weakref
 
 from . import control
 
@@ -41,6 +42,7 @@ _NATIVE_BASE = 0x7E5E00   # and native id _NATIVE_BASE + t
 _real_get_ident = _thread.get_ident
 _real_get_native_id = getattr(_thread, "get_native_id", None)
 _MISSING = object()
+LOCALS = weakref.WeakSet()  # every local() alive (reset.py empties their threads' storage)
 
 
 def _logical():
@@ -138,6 +140,7 @@ class local:
         object.__setattr__(self, "_rr_args", (args, kw))
         object.__setattr__(self, "_rr_by_ts", {})
         object.__setattr__(self, "_rr_os", _thread._local())
+        LOCALS.add(self)
         # The creating thread's dict is made here, and __init__ (called by the class call
         # after __new__) fills it, as with threading.local.
         _dict(self, False)

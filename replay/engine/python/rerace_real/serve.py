@@ -1,4 +1,4 @@
-"""The engine's process: set up once, then one forked child per replay run.
+"""The engine's process: set up once, then a forked child per replay run, or one for many.
 
 The C++ side (replay/engine/src/python_engine.cc) starts ``python -m rerace_real`` with two pipes on
 standard input and output, and sends one line of JSON: the program (threads, their recorded
@@ -17,7 +17,13 @@ not a file; ``usage``, a patched recording without its patch; ``internal``, a bu
 each ``run`` line, it forks: the child (child.py) replays the program once under the
 controller's commands (control.py) from the pristine state, so runs are independent and patch
 state (a module-level lock or dict) starts fresh each time; the parent waits and answers
-``done <status>``. ``quit`` (or the end of input) ends it.
+``done <status>``. A ``here`` line (``fuzz``'s runs: Replayer::RunInProcess) goes instead to
+one long-lived child (``child.serve_here``), forked at the first: it runs the schedule, puts back
+what the run changed of the set-up's state (reset.py) and says so on a pipe of its own, and this
+process answers ``done 0``; a child that cannot put a run's changes back exits after that run
+(this process answers as for a forked run, and forks another at the next ``here``). Where runs
+cannot share a process (``Setup.can_run_here``), ``here`` is ``run``. ``quit`` (or the end of
+input) ends it.
 
 Anything the program or Triton prints goes to standard error: the protocol has its own copies of
 the descriptors. Framing: every line this side writes starts with the session token the C++ side
@@ -71,6 +77,55 @@ def _readline(rfd, state):
 _OWN_EXITS = (3, 4, 5, 6)
 
 
+def _write_all(fd, data):
+    while data:
+        n = os.write(fd, data)
+        data = data[n:]
+
+
+def _in_child(wfd, body):
+    """The forked child's way out: `body` runs the replay; an exception is reported (``!``)
+    after what the run posted, and the child exits 6."""
+    try:
+        body()
+    except BaseException:  # noqa: BLE001
+        message = "python engine: " + traceback.format_exc().replace("\n", " | ")
+        try:
+            if control.RUN is not None:
+                control.RUN.flush()  # what the run posted comes first, as it was made
+        except BaseException:  # noqa: BLE001 - the error below is the one to report
+            pass
+        _send(wfd, "!", message)
+    os._exit(6)
+
+
+def _fork_run(setup, rfd, wfd, leftover, here):
+    """A run in a fresh fork of this process (a ``run`` line); returns the child's pid."""
+    pid = os.fork()
+    if pid == 0:
+        if here is not None:
+            os.close(here[1])
+            os.close(here[2])
+        _in_child(wfd, lambda: child._child(setup, rfd, wfd, leftover))
+    return pid
+
+
+def _fork_here(setup, rfd, wfd, leftover):
+    """The long-lived child that runs the ``here`` lines one after another (child.serve_here):
+    (pid, the gate this process writes each next run's first bytes to, the pipe it answers
+    ``k`` on when it is ready for the next)."""
+    gate_r, gate_w = os.pipe()
+    ack_r, ack_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(gate_w)
+        os.close(ack_r)
+        _in_child(wfd, lambda: child.serve_here(setup, rfd, wfd, gate_r, ack_w, leftover))
+    os.close(gate_r)
+    os.close(ack_w)
+    return pid, gate_w, ack_r
+
+
 def main():
     rfd = os.dup(0)
     wfd = os.dup(1)
@@ -101,30 +156,34 @@ def main():
     _send(wfd, "ready", json.dumps(setup.info, sort_keys=True))
     # The parent waits on its child: the child's stacks say where it hangs.
     watchdog.stacks_on_signal(False)
+    here = None  # the long-lived child of "here" lines: (pid, gate, ack), or None
+    here_ok = bool(setup.info.get("in_process"))
     while True:
         line = _readline(rfd, state)
         if line is None or line == "quit":
             return 0
-        if line != "run":
+        if line not in ("run", "here"):
             _send(wfd, "error", "internal", "unknown command %r" % line)
             return 2
         sys.stdout.flush()
         sys.stderr.flush()
-        # What was read past "run" is the child's (the controller does not wait for it).
+        # What was read past the line is the child's (the controller does not wait for it).
         leftover, state["buf"] = state["buf"], b""
-        pid = os.fork()
-        if pid == 0:
-            try:
-                child._child(setup, rfd, wfd, leftover)
-            except BaseException:  # noqa: BLE001
-                message = "python engine: " + traceback.format_exc().replace("\n", " | ")
-                try:
-                    if control.RUN is not None:
-                        control.RUN.flush()  # what the run posted comes first, as it was made
-                except BaseException:  # noqa: BLE001 - the error below is the one to report
-                    pass
-                _send(wfd, "!", message)
-            os._exit(6)
+        if line == "here" and here_ok:
+            if here is None:
+                here = _fork_here(setup, rfd, wfd, leftover)
+            else:
+                _write_all(here[1], b"%d\n" % len(leftover) + leftover)
+            if os.read(here[2], 1) == b"k":
+                _send(wfd, "done", 0)
+                continue
+            # It ended: the run's answer is its exit, as a forked run's.
+            pid = here[0]
+            os.close(here[1])
+            os.close(here[2])
+            here = None
+        else:
+            pid = _fork_run(setup, rfd, wfd, leftover, here)
         _, status = os.waitpid(pid, 0)
         if os.WIFSIGNALED(status):
             # Not rerace's way out either: the program's code (a patch's os.kill, a C extension)

@@ -36,6 +36,7 @@ _real = {
 }
 _counters = {}
 _watched = [lambda filename: False]
+MADE = []  # the controlled primitives made outside a run (set-up): reset.py puts back their state
 
 
 def set_watched(predicate):
@@ -56,7 +57,10 @@ def _controlled_new(cls, kind):
     def __new__(klass, *args, **kwargs):
         if not _creator_watched():
             return _real[kind](*args, **kwargs)
-        return object.__new__(klass)
+        obj = object.__new__(klass)
+        if control.RUN is None:
+            MADE.append(obj)
+        return obj
 
     return staticmethod(__new__)
 

@@ -28,6 +28,7 @@ FIELDS = frozenset([
 ])
 
 _subclasses = {}
+TRACKED = []  # every tuner track() watches (reset.py puts back their state)
 
 
 def _access(kind, obj, label):
@@ -269,6 +270,7 @@ def track(tuner, name):
             object.__setattr__(tuner, field, _wrap(vars(tuner)[field], name + "." + field))
     tuner.__class__ = _tracking_class(type(tuner))
     object.__setattr__(tuner, "_rr_live", True)
+    TRACKED.append(tuner)
     return tuner
 
 

@@ -147,6 +147,10 @@ struct FuzzCommand {
   std::string junit;
   std::string shard;      // "K/N", "auto", "auto/N" or ""
   unsigned jobs = 0;      // 0: the cores available
+  // --fork-every-run: the python engine forks a fresh process for every run, as check does;
+  // else runs share one, reset between runs, and each failing run is confirmed in a fresh fork
+  // (CampaignOptions::in_process).
+  bool fork_every_run = false;
   // Called as runs finish (from the calling thread), with the trace and the elapsed budget.
   std::function<void(const std::string& trace, const CampaignProgress&)> progress;
   std::function<void()> progress_done;  // after each trace's campaign, when `progress` is set

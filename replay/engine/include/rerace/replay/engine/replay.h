@@ -46,8 +46,18 @@ class Replayer {
   Replayer(const Program& program, ReplayOptions options);
   ~Replayer();
 
-  // One run under `strategy`.
+  // One run under `strategy`. The python engine runs it in a fresh fork of its set-up process:
+  // nothing an earlier run did is there.
   ReplayResult Run(sim::Strategy& strategy);
+  // The same run, where the python engine can, in its long-lived process instead, which puts
+  // back between runs what a run changes of the set-up's state (rerace_real/reset.py) rather
+  // than forking: about twice as fast, but the reset's completeness is not proven, so no
+  // caller reports a finding of it unconfirmed (RunCampaign replays each such run with Run and
+  // reports that run). Where it cannot (the model engine, OS threads, the settrace tracer,
+  // RERACE_ENGINE_IN_PROCESS=0): Run.
+  ReplayResult RunInProcess(sim::Strategy& strategy);
+  // Whether RunInProcess runs in the long-lived process (starts the engine).
+  bool CanRunInProcess();
   // The schedule a cost is priced on: the timed strategy (the thread with the least virtual
   // time runs at each point), run three times. A trial that contends (Python time-budgeted
   // trials, trials that synchronize the device) counts the other threads' trials running when
@@ -82,7 +92,7 @@ class Replayer {
   // `anchors`: the recorded-order strategy's per-thread position, kept by the model (or null).
   // `prior`: the trial timeline contention is counted against (RunTimed), or null.
   ReplayResult RunWith(sim::Strategy& strategy, std::vector<uint64_t>* anchors, uint32_t reps,
-                       const TrialTimeline* prior = nullptr);
+                       const TrialTimeline* prior = nullptr, bool here = false);
   // model: the steps' mode (tuner_world_gil.h), resolved on first use.
   const detail::StepMode& Steps();
   const Program& program_;
@@ -90,6 +100,7 @@ class Replayer {
   std::unique_ptr<sim::StackPool> pool_;
   std::unique_ptr<detail::PythonProcess> py_;
   std::shared_ptr<const detail::StepMode> steps_;
+  std::optional<bool> in_process_;  // CanRunInProcess's answer, once asked
 };
 
 // python engine: resolves `--fix` text: names joined by '+', each "none", "prewarm" (the

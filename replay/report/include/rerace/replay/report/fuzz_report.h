@@ -43,6 +43,9 @@ struct FuzzTrace {
   // "fix 'none'", "patch my_lock.py (sha256 1a2b3c4d)": what was checked, as reports name it.
   std::string Checked() const;
   uint64_t runs = 0, failing = 0;
+  // Of `runs`, those made in the engine's long-lived process (CampaignOptions::in_process),
+  // and of their failing runs, those a fresh fork did not confirm (the fork's run counted).
+  uint64_t in_process = 0, unconfirmed = 0;
   std::vector<FuzzFailure> failures;
   std::string races_json;  // with --races: the campaign's distinct races, a JSON array
   // A trace that could not be fuzzed (a corrupt trace among others): the one-line error and

@@ -52,11 +52,14 @@ struct CampaignOptions {
   uint64_t runs = 1000;
   double seconds = 0;   // > 0: a time budget instead of `runs` (at least one run); the runs
                         // take 80% of it, shrinking what they found the rest (fuzz --time)
-                        // take 80% of it, shrinking what they found the rest
   std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();  // it counts from
   std::string target;   // --failure KIND[@WHERE]; empty: any finding
   bool races = false;   // collect the runs' races and findings
   unsigned jobs = 1;    // worker threads (1: this thread only)
+  // python engine: each run in the engine's long-lived process (Replayer::RunInProcess), where
+  // it can, but with `races`; a failing run (Hits) is run again in a fresh fork (Run) and that
+  // run is the one counted and reported, so nothing found only in-process is reported.
+  bool in_process = false;
 };
 
 // One distinct failure as one job keeps it.
@@ -76,6 +79,10 @@ struct CampaignResult {
   // A run that ended in a RunError (the lowest run index): the campaign stopped there.
   std::optional<Error> error;
   uint64_t error_seed = 0;
+  // in_process: the runs made in the long-lived process; of those with a finding, the ones
+  // whose fresh fork found the same (confirmed) and the ones whose fork found otherwise
+  // (unconfirmed: the fork's run counted instead; the reset missed some state).
+  uint64_t in_process = 0, confirmed = 0, unconfirmed = 0;
 };
 
 struct CampaignProgress {
