@@ -6,8 +6,10 @@
 Prints a Markdown table of milliseconds per run of TRACE (default: the brief's H200 recording)
 through the Triton that PYTHON imports, unpatched, in GIL mode:
 
-1. the whole engine: `rerace fuzz --runs 101` less `--runs 1`, per run (fork, protocol, baton
-   hand-overs, tracer, the real code);
+1. the whole engine: `rerace fuzz --runs 101` less `--runs 1`, per run (protocol, baton
+   hand-overs, tracer, the real code, and between runs the reset of what a run changed: fuzz's
+   runs share one process where they can, rerace_real/reset.py); and the same with
+   `--fork-every-run` (a fork per run, as check's runs);
 2. the real code with nothing of the engine's scheduling: each recorded thread's calls one
    thread after another in one process (the first thread fills the cache, so the others hit:
    less work than an interleaved run);
@@ -61,11 +63,14 @@ def outer(argv):
         fuzz = [a.rerace, "fuzz", a.trace, "--engine", "python", "--python-exe", a.python,
                 "--python", "gil", "--failure", "deadlock", "--jobs", "1"]
 
-        def timed(runs):
+        def timed(runs, extra=()):
             t0 = time.perf_counter()
-            subprocess.run(fuzz + ["--runs", str(runs)], capture_output=True, check=True)
+            subprocess.run(fuzz + ["--runs", str(runs)] + list(extra), capture_output=True,
+                           check=True)
             return time.perf_counter() - t0
         whole = sorted((timed(101) - timed(1)) / 100 for _ in range(3))[1]
+        forked = ["--fork-every-run"]
+        whole_forked = sorted((timed(101, forked) - timed(1, forked)) / 100 for _ in range(3))[1]
         # Its set-up with OS threads (batons for row 3); row 4 makes greenlets of its own.
         # The GIL tracer's C hooks where this build made them (build/python/_rerace_gil), as the
         # engine puts them on its path (RERACE_GIL_HOOKS=python: the Python hooks instead).
@@ -85,6 +90,8 @@ def outer(argv):
     print("|---|---|---|")
     print("| the whole engine (`fuzz --runs 101` less `--runs 1`, per run) | %.1f | %.0f |" % (
         whole * 1e3, 1 / whole))
+    print("| the same, a fork per run (`--fork-every-run`, as check's runs) | %.1f | %.0f |" % (
+        whole_forked * 1e3, 1 / whole_forked))
     for name, sec in rows:
         print("| %s | %.1f | %s |" % (name, sec * 1e3, "%.0f" % (1 / sec) if sec > 0 else "-"))
 
