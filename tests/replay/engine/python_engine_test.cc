@@ -447,6 +447,24 @@ TEST(PythonEngine, PrewarmHoldsUnderThe312GilAndFailsFreeThreaded) {
   EXPECT_EQ(failed.verdict.counterexample->findings.front().type, "TypeError");
 }
 
+// The serial prewarm with a fix that takes a lock (`--fix lock-run+prewarm`): the prewarm's
+// calls take it as a real lock (no thread of the run is running yet), where they asked the
+// controller for it and the run ended in an internal error; each run then holds.
+TEST(PythonEngine, PrewarmWithALockingFixTakesTheLockAsARealOne) {
+  Env e = UseEnv("venv312");
+  if (!e.skip.empty()) GTEST_SKIP() << e.skip;
+  const Program p = testing::LoadSample("triton-none-h200.rrt");
+  ReplayOptions o = PyOptions(e);
+  ASSERT_TRUE(UsePythonFix("lock-run+prewarm", o).ok());
+  Replayer rep(p, o);
+  for (uint64_t seed = 1; seed <= 3; ++seed) {
+    sim::RandomWalk w(seed);
+    const ReplayResult r = rep.Run(w);
+    EXPECT_FALSE(RunError(r).has_value()) << RunError(r)->message;
+    EXPECT_TRUE(r.findings.empty()) << FormatReport(r, p, "");
+  }
+}
+
 // Issue 50: the DPOR search on two engines at once (check --jobs 2) gives one engine's verdict,
 // exhausted, and the same search each time; the unpatched code still fails, its
 // counterexample replaying to the failure on one engine.

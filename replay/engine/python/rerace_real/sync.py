@@ -84,7 +84,11 @@ def _name(kind, depth=2):
 
 
 def _controlled():
-    return control.RUN is not None and control.current() is not None
+    """Whether the caller is a logical thread of a run. The serial prewarm (thread -1, before
+    the threads start, no scheduling points) uses the primitives as real ones: its controlled
+    use sent the controller a lock operation it could not give back to any thread."""
+    ts = control.current()
+    return control.RUN is not None and ts is not None and ts.tid >= 0
 
 
 class Lock:
