@@ -8,7 +8,10 @@
 // one). A campaign in one process counts and keeps what a campaign of forks does, and says
 // how many runs it made there and that none of its failures went unconfirmed.
 //
-// Needs build/py/venv312 with greenlet (tools/scripts/python-envs.sh); skips and says so without.
+// OS threads too (CPython 3.11, and 3.12 with RERACE_ENGINE_THREADS=os).
+//
+// Needs build/py/venv312 with greenlet and build/py/venv (tools/scripts/python-envs.sh); skips
+// and says so without.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -140,17 +143,10 @@ std::string Report(const ReplayResult& r, const Program& p) {
   return FormatReport(r, p, "") + r.run.schedule.Encode() + "\n";
 }
 
-TEST(EngineInProcess, EachRunGivesTheReportOfAFreshFork) {
-  const std::string py = Python("venv312");
-  if (!Exists(py)) GTEST_SKIP() << py << " is missing (tools/scripts/python-envs.sh makes it)";
-  unsetenv("PYTHONPATH");
-  // The brief's recording with every case; two more (two keys; an imported kernel's own tuner)
-  // with a fix that passes and one that fails.
-  std::vector<std::pair<std::string, Case>> runs;
-  for (const Case& c : Cases()) runs.push_back({"triton-none-h200.rrt", c});
-  for (const char* sample : {"triton-keys2-h200.rrt", "triton-user-h200.rrt"})
-    for (const Case& c : Cases())
-      if (c.name == "lock-key-event" || c.name == "tls-nargs") runs.push_back({sample, c});
+// Each (sample, case) run for seeds 1-8 in the long-lived process, each compared with the same
+// seed's fork in between: the forks start from the set-up's state whatever the long-lived
+// process did.
+void CompareRuns(const std::string& py, const std::vector<std::pair<std::string, Case>>& runs) {
   for (const auto& [sample, c] : runs) {
     SCOPED_TRACE(sample + " " + c.name);
     const Program p = testing::LoadSample(sample);
@@ -158,9 +154,7 @@ TEST(EngineInProcess, EachRunGivesTheReportOfAFreshFork) {
     if (!c.patch.empty()) o.patches = {c.patch};
     Replayer rep(p, o);
     ASSERT_TRUE(rep.StartEngine().ok());
-    ASSERT_TRUE(rep.CanRunInProcess()) << "3.12 with greenlets runs in one process";
-    // In-process runs back to back, each compared with the same seed's fork in between: the
-    // forks start from the set-up's state whatever the long-lived process did.
+    ASSERT_TRUE(rep.CanRunInProcess());
     int deadlocks = 0;
     for (uint64_t seed = 1; seed <= 8; ++seed) {
       sim::RandomWalk a(seed), b(seed);
@@ -173,21 +167,42 @@ TEST(EngineInProcess, EachRunGivesTheReportOfAFreshFork) {
   }
 }
 
-// Where runs cannot share the process (OS threads: CPython 3.11 here), RunInProcess forks.
-TEST(EngineInProcess, WithoutGreenletsEachRunIsAFork) {
-  const std::string py = Python("venv");
+std::vector<std::pair<std::string, Case>> OnTheBriefsRecording() {
+  std::vector<std::pair<std::string, Case>> runs;
+  for (const Case& c : Cases()) runs.push_back({"triton-none-h200.rrt", c});
+  return runs;
+}
+
+// Greenlets and the sys.monitoring tracer (CPython 3.12): the brief's recording with every
+// case; two more (two keys; an imported kernel's own tuner) with a fix that passes and one
+// that fails.
+TEST(EngineInProcess, EachRunGivesTheReportOfAFreshFork) {
+  const std::string py = Python("venv312");
   if (!Exists(py)) GTEST_SKIP() << py << " is missing (tools/scripts/python-envs.sh makes it)";
   unsetenv("PYTHONPATH");
-  const Program p = testing::LoadSample("triton-none-h200.rrt");
-  ReplayOptions o = testing::EngineOptions(py, "", "none");
-  o.patches = {TempPatch("rerace_in_process_state.py", kStatePatch)};
-  Replayer rep(p, o);
-  ASSERT_TRUE(rep.StartEngine().ok());
-  EXPECT_FALSE(rep.CanRunInProcess());
-  for (uint64_t seed = 1; seed <= 3; ++seed) {
-    sim::RandomWalk a(seed), b(seed);
-    EXPECT_EQ(Report(rep.RunInProcess(a), p), Report(rep.Run(b), p)) << "seed " << seed;
+  std::vector<std::pair<std::string, Case>> runs = OnTheBriefsRecording();
+  for (const char* sample : {"triton-keys2-h200.rrt", "triton-user-h200.rrt"})
+    for (const Case& c : Cases())
+      if (c.name == "lock-key-event" || c.name == "tls-nargs") runs.push_back({sample, c});
+  CompareRuns(py, runs);
+}
+
+// OS threads handing a baton over: CPython 3.11 (the sys.settrace tracer), and 3.12 with
+// RERACE_ENGINE_THREADS=os (sys.monitoring). The thread that reads the run's end lets the main
+// thread go; a clean run's threads are joined.
+TEST(EngineInProcess, OsThreadsGiveTheReportOfAFreshForkToo) {
+  int ran = 0;
+  for (const char* venv : {"venv", "venv312"}) {
+    const std::string py = Python(venv);
+    if (!Exists(py)) continue;
+    ++ran;
+    SCOPED_TRACE(venv);
+    unsetenv("PYTHONPATH");
+    setenv("RERACE_ENGINE_THREADS", "os", 1);
+    CompareRuns(py, OnTheBriefsRecording());
+    unsetenv("RERACE_ENGINE_THREADS");
   }
+  if (ran == 0) GTEST_SKIP() << "no Python environment under " << RERACE_PY_ROOT;
 }
 
 // RERACE_ENGINE_IN_PROCESS=0 turns it off.

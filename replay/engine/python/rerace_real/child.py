@@ -9,10 +9,10 @@ Each (``_worker``) replays its recorded operations: a tuner call goes through th
 finding (``_classify`` names the program's frame and, for the known races, the other thread).
 The run ends when the controller says ``e`` (control.py); the child never returns.
 
-``serve_here`` is the long-lived child of ``here`` lines (serve.py): ``_run_here`` is a run of
-``_child``'s greenlet path that comes back to it at ``e``, with fresh thread states, and
-between two runs reset.py puts back what the run changed (or the child exits: serve.py forks
-another).
+``serve_here`` is the long-lived child of ``here`` lines (serve.py): ``_run_here`` is a run as
+``_child``'s that comes back to it at ``e`` (greenlets or OS threads), with fresh thread
+states, and between two runs reset.py puts back what the run changed (or the child exits:
+serve.py forks another).
 
 Everything here runs in the child: ``_child`` in its main thread, the rest in the logical
 thread that holds the turn.
@@ -255,7 +255,10 @@ def _worker(setup, run, tracer, ts, ops):
         logical.unregister(ts)  # no longer alive to threading, as a thread that ended
     run.threads_done += 1
     run.send("x")
-    run.hand_on()
+    try:
+        run.hand_on()
+    except control.RunEnded:
+        pass  # this thread read the run's end (OS threads in a shared process: _run_here)
 
 
 def _prewarm(setup, run, tracer):
@@ -325,20 +328,31 @@ def _child(setup, rfd, wfd, leftover=b""):
 
 
 def _run_here(setup, rfd, wfd, leftover):
-    """One run in the process whose runs share it (serve_here): ``_child``'s greenlet path,
-    back here when the controller ends the run (``e``: control.Run.main). Returns whether it
-    ended with every logical thread ended, each of them then at its final hand-over (nothing
-    of the program on its stack)."""
-    from . import logical
+    """One run in the process whose runs share it (serve_here): ``_child``'s run, back here
+    when the controller ends it (``e``: control.Run.main), with fresh thread states. Returns
+    whether it ended with every logical thread ended, each of them then at its final hand-over
+    (nothing of the program on its stack; OS threads: joined)."""
     random.setstate(setup.random_state)
     run = control.Run(rfd, wfd, setup.free_threaded, setup.rules)
     run.buf = leftover
-    main = run.main = control.GREENLET.getcurrent()
     control.RUN = run
     tracer = setup.tracer
     if tracer is not None:
         tracer.install()
     run.tracer = tracer
+    if control.GREENLET is not None:
+        clean = _run_greenlets_here(setup, run, tracer)
+    else:
+        clean = _run_threads_here(setup, run, tracer)
+    if tracer is not None:
+        tracer.end_run()
+    control.RUN = None
+    return clean
+
+
+def _run_greenlets_here(setup, run, tracer):
+    from . import logical
+    main = run.main = control.GREENLET.getcurrent()
     states = []
     try:
         if setup.cfg.get("prewarm"):
@@ -357,16 +371,43 @@ def _run_here(setup, rfd, wfd, leftover):
     control._local.ts = None
     sys.setprofile(None)
     sys.settrace(None)
-    clean = run.threads_done == len(states) and not run.buf
+    clean = (len(states) == len(setup.program["threads"]) and run.threads_done == len(states)
+             and not run.buf)
     if clean:
         # Each finished thread waits in its last hand_on, below the program's frames: ended
         # here (GreenletExit runs no code of the program).
         for ts in states:
             if ts.glet is not None and not ts.glet.dead:
                 ts.glet.throw()
-    if tracer is not None:
-        tracer.end_run()
-    control.RUN = None
+    return clean
+
+
+def _run_threads_here(setup, run, tracer):
+    """OS threads: the thread that reads ``e`` lets this one go (control.Run.ended); at the end
+    of a clean run it is the last thread, which then ends, and every thread is joined."""
+    import _thread
+    run.main = _thread.get_ident()
+    run.ended = _thread.allocate_lock()
+    run.ended.acquire()
+    workers = []
+    try:
+        if setup.cfg.get("prewarm"):
+            _prewarm(setup, run, tracer)
+        states = run.threads = setup.new_states()
+        for t, th in enumerate(setup.program["threads"]):
+            w = threading.Thread(target=_worker, args=(setup, run, tracer, states[t], th["ops"]),
+                                 name=th["name"], daemon=True)
+            w.start()
+            workers.append(w)
+        run.hand_on()
+    except control.RunEnded:
+        pass
+    run.ended.acquire()
+    clean = (len(workers) == len(setup.program["threads"]) and run.threads_done == len(workers)
+             and not run.buf)
+    if clean:
+        for w in workers:
+            w.join()
     return clean
 
 

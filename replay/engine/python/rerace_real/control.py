@@ -159,9 +159,11 @@ class Run:
         self.findings = 0
         self.tracer = None     # the GIL tracer (child.py sets it; None free-threaded)
         self.threads_done = 0  # logical threads that ended (sent x)
-        # The greenlet "e" returns to when runs share the process (child.serve_here), else
-        # None: "e" ends the process.
+        # Where "e" returns to when runs share the process (child.serve_here): the main
+        # greenlet, or with OS threads the main thread's ident (which waits on `ended`); None:
+        # "e" ends the process.
         self.main = None
+        self.ended = None
 
     # ---- channel ----
     # NB: every Python call made here fires the GIL tracer's profile events (sys.setprofile):
@@ -220,9 +222,19 @@ class Run:
             sys.stderr.flush()
             if self.main is None:
                 os._exit(0)
-            if GREENLET.getcurrent() is not self.main:
-                self.main.switch()  # never back: the run is over (child.serve_here)
-            raise RunEnded()
+            if GREENLET is not None:
+                if GREENLET.getcurrent() is not self.main:
+                    self.main.switch()  # never back: the run is over (child.serve_here)
+                raise RunEnded()
+            # OS threads: the main thread waits for this (child._run_threads_here). A thread
+            # at its end (every thread ended) or the main thread returns; one in the middle of
+            # the program stays here, as it would in a fork, until the process exits.
+            self.ended.release()
+            if _thread.get_ident() == self.main or self.threads_done == len(self.threads):
+                raise RunEnded()
+            never = _thread.allocate_lock()
+            never.acquire()
+            never.acquire()
         if parts[0] != "g" or len(parts) < 3:
             self.send("!", "unexpected command from the controller: %r" % line)
             os._exit(4)

@@ -197,12 +197,8 @@ class Setup:
 
     def can_run_here(self):
         """Whether runs may share one process, reset between them (serve.py's ``here``,
-        reset.py): logical threads that are greenlets (a run's end leaves no OS thread behind)
-        and, in GIL mode, the sys.monitoring tracer (its counts and events are put back);
-        RERACE_ENGINE_IN_PROCESS=0 says no."""
-        if os.environ.get("RERACE_ENGINE_IN_PROCESS") == "0" or control.GREENLET is None:
-            return False
-        return self.tracer is None or isinstance(self.tracer, gil_tracer.MonitoringTracer)
+        reset.py); RERACE_ENGINE_IN_PROCESS=0 says no."""
+        return os.environ.get("RERACE_ENGINE_IN_PROCESS") != "0"
 
     def _warm_caches(self):
         """Fills, once here, the caches that every run's child would otherwise fill again from

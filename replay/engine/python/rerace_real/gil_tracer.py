@@ -128,6 +128,17 @@ class Tracer:
             self.c_returned = hooks.c_returned
             self.c_hooks = hooks
 
+    def end_run(self):
+        """After a run, in a process that runs another (child.serve_here): its counts gone;
+        ``install`` starts the next with hooks of its own (the C hooks keep their counts and
+        what they know of each code object). sys.monitoring's events stay on, and so do the
+        JUMP events of the code objects that have them and the places the hooks disabled
+        (rerace's own code: a function of the code object alone), as a fresh child would set
+        them again: turning them off and on makes the interpreter instrument every code object
+        again at its next execution. (sys.settrace's are each thread's: its threads end.)"""
+        self.counts.clear()
+        self.c_hooks = None
+
     def close(self):
         """After the run (tests): nothing to give back."""
 
@@ -407,17 +418,6 @@ class MonitoringTracer(Tracer):
     def thread_stop(self, ts):
         ts.traced = False
         sys.setprofile(None)
-
-    def end_run(self):
-        """After a run, in a process that runs another (child.serve_here): its counts gone;
-        ``install`` starts the next with hooks of its own (the C hooks keep their counts and
-        what they know of each code object). The events stay on, and so do the JUMP events
-        of the code objects that have them and the places the hooks disabled (rerace's own
-        code: a function of the code object alone), as a fresh child would set them again:
-        turning them off and on makes the interpreter instrument every code object again at
-        its next execution."""
-        self.counts.clear()
-        self.c_hooks = None
 
     def close(self):
         mon = sys.monitoring

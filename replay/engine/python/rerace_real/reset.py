@@ -24,7 +24,7 @@ not put back: that is why ``fuzz``, the one user of ``here``, replays each run t
 in a fresh fork and reports only what reproduces there (replay/search/src/campaign.cc), and
 why certificates and ``check`` never use it.
 
-Threads: the child's main greenlet, between runs.
+Threads: the child's main thread (its main greenlet), between runs.
 """
 
 import collections

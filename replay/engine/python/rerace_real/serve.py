@@ -21,9 +21,9 @@ state (a module-level lock or dict) starts fresh each time; the parent waits and
 one long-lived child (``child.serve_here``), forked at the first: it runs the schedule, puts back
 what the run changed of the set-up's state (reset.py) and says so on a pipe of its own, and this
 process answers ``done 0``; a child that cannot put a run's changes back exits after that run
-(this process answers as for a forked run, and forks another at the next ``here``). Where runs
-cannot share a process (``Setup.can_run_here``), ``here`` is ``run``. ``quit`` (or the end of
-input) ends it.
+(this process answers as for a forked run, and forks another at the next ``here``). With
+RERACE_ENGINE_IN_PROCESS=0 (``Setup.can_run_here``), ``here`` is ``run``. ``quit`` (or the end
+of input) ends it.
 
 Anything the program or Triton prints goes to standard error: the protocol has its own copies of
 the descriptors. Framing: every line this side writes starts with the session token the C++ side

@@ -53,8 +53,7 @@ class Replayer {
   // back between runs what a run changes of the set-up's state (rerace_real/reset.py) rather
   // than forking: about twice as fast, but the reset's completeness is not proven, so no
   // caller reports a finding of it unconfirmed (RunCampaign replays each such run with Run and
-  // reports that run). Where it cannot (the model engine, OS threads, the settrace tracer,
-  // RERACE_ENGINE_IN_PROCESS=0): Run.
+  // reports that run). Where it cannot (the model engine, RERACE_ENGINE_IN_PROCESS=0): Run.
   ReplayResult RunInProcess(sim::Strategy& strategy);
   // Whether RunInProcess runs in the long-lived process (starts the engine).
   bool CanRunInProcess();
