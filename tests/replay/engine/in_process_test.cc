@@ -163,7 +163,9 @@ void CompareRuns(const std::string& py, const std::vector<std::pair<std::string,
       EXPECT_EQ(Report(here, p), Report(fork, p)) << "seed " << seed;
       for (const Finding& f : here.findings) deadlocks += f.code == "deadlock";
     }
-    if (c.name == "deadlock") EXPECT_GT(deadlocks, 0) << "no seed deadlocked: the case tests nothing";
+    if (c.name == "deadlock") {
+      EXPECT_GT(deadlocks, 0) << "no seed deadlocked: the case tests nothing";
+    }
   }
 }
 
